@@ -1,0 +1,131 @@
+/**
+ * Validation of what users type: lease ids, --seconds and durations. Every rejection is a
+ * UsageError (exit 1) raised before anything is sent to the broker.
+ */
+import { UsageError } from './exit.js';
+
+export const MAX_SECONDS = 2_147_483_647;
+/** Longer ids cannot be real (the broker mints 36-character UUIDs) and would not fit a URL. */
+export const MAX_LEASE_ID_LENGTH = 2048;
+
+/** `--seconds`: whole seconds, 1 to 2147483647 (contract). */
+export function parseSeconds(text: string, flag = '--seconds'): number {
+  const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < 1 || value > MAX_SECONDS) {
+    throw new UsageError(`${flag} takes whole seconds from 1 to ${MAX_SECONDS}, not ${JSON.stringify(text)}`);
+  }
+  return value;
+}
+
+/** A small whole number such as --retries or --concurrency. */
+export function parseCount(text: string, flag: string, min: number, max: number): number {
+  const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!(value >= min && value <= max)) throw new UsageError(`${flag} takes a whole number from ${min} to ${max}, not ${JSON.stringify(text)}`);
+  return value;
+}
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+/** setTimeout's ceiling: a longer timer would fire at once. */
+const MAX_DURATION_MS = 2_147_483_647;
+
+/** Durations: `250ms`, `30s`, `2m`, `1h`, or a bare number of seconds (contract). */
+export function parseDuration(text: string, flag: string): number {
+  const match = DURATION.exec(text.trim());
+  const unit = (match?.[2] ?? 's') as keyof typeof UNIT_MS;
+  const ms = match ? Math.round(Number(match[1]) * UNIT_MS[unit]) : Number.NaN;
+  if (!Number.isFinite(ms) || ms < 1 || ms > MAX_DURATION_MS) {
+    throw new UsageError(
+      `${flag} takes a duration such as 250ms, 30s, 2m, 1h or a number of seconds, not ${JSON.stringify(text)}`,
+    );
+  }
+  return ms;
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
+  let seconds = Math.floor(ms / 1000);
+  const hours = Math.floor(seconds / 3600);
+  seconds -= hours * 3600;
+  const minutes = Math.floor(seconds / 60);
+  seconds -= minutes * 60;
+  if (hours > 0) return `${hours}h${String(minutes).padStart(2, '0')}m`;
+  if (minutes > 0) return `${minutes}m${String(seconds).padStart(2, '0')}s`;
+  return `${seconds}s`;
+}
+
+// Control characters (C0, DEL, C1) never occur in a minted lease id; in a terminal they can
+// hide what is being renewed.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** Rejects ids no broker could have minted; anything else travels percent-encoded as given. */
+export function checkLeaseId(leaseId: string, where = 'lease id'): string {
+  if (leaseId.trim() === '') throw new UsageError(`${where} is empty`, 'give the leaseId the pop returned');
+  if (CONTROL.test(leaseId)) {
+    throw new UsageError(`${where} ${JSON.stringify(leaseId.slice(0, 80))} holds control characters`);
+  }
+  if (leaseId.length > MAX_LEASE_ID_LENGTH) {
+    throw new UsageError(
+      `${where} is ${leaseId.length} characters long; no broker mints ids over ${MAX_LEASE_ID_LENGTH}`,
+      'lease ids are the 36-character leaseId a pop returned',
+    );
+  }
+  return leaseId;
+}
+
+export interface LeaseIdSource {
+  /** Every lease id in input order; stdin is read as it is consumed, never all at once. */
+  ids: AsyncIterable<string>;
+  /** One id given as an argument prints one object; several, or `-`, print a list. */
+  single: boolean;
+}
+
+export interface StdinLike extends AsyncIterable<Buffer | string> {
+  isTTY?: boolean;
+}
+
+/**
+ * Expands the `<leaseId...>` arguments: `-` reads whitespace-separated ids from stdin. The
+ * arguments are checked before anything is sent; ids from stdin as they arrive.
+ */
+export function leaseIdSource(args: readonly string[], stdin: StdinLike): LeaseIdSource {
+  if (args.length === 0) throw new UsageError('missing lease id', 'give one or more lease ids, or - to read them from standard input');
+  if (args.filter((arg) => arg === '-').length > 1) throw new UsageError('- (standard input) may be given once');
+  args.forEach((arg, index) => arg !== '-' && checkLeaseId(arg, `lease id #${index + 1}`));
+  const readsStdin = args.includes('-');
+  if (readsStdin && stdin.isTTY) {
+    throw new UsageError('- reads lease ids from standard input, but it is a terminal', 'pipe them in: cat ids.txt | queenctl lease extend -');
+  }
+  return {
+    single: args.length === 1 && !readsStdin,
+    ids: (async function* () {
+      for (const arg of args) {
+        if (arg !== '-') {
+          yield arg;
+          continue;
+        }
+        let count = 0;
+        for await (const leaseId of splitWhitespace(stdin)) {
+          count++;
+          yield checkLeaseId(leaseId, `lease id #${count} on standard input`);
+        }
+        if (count === 0) throw new UsageError('no lease ids on standard input', 'separate ids by spaces or newlines');
+      }
+    })(),
+  };
+}
+
+/** Whitespace-separated tokens of a stream, across chunk boundaries. */
+export async function* splitWhitespace(stream: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
+  let carry = '';
+  const decoder = new TextDecoder();
+  for await (const chunk of stream) {
+    const text = carry + (typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
+    const tokens = text.split(/\s+/);
+    carry = tokens.pop() ?? '';
+    for (const token of tokens) if (token !== '') yield token;
+  }
+  const rest = carry + decoder.decode();
+  for (const token of rest.split(/\s+/)) if (token !== '') yield token;
+}

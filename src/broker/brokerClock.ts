@@ -1,0 +1,64 @@
+/**
+ * The broker's clock decides when a lease expires (PostgreSQL's now(), BROKER-FACTS.md), so
+ * time left is measured on it, never on the local clock. Two sources give its time:
+ *
+ * - a renewal that moved the deadline set it to exactly brokerNow + seconds, so
+ *   expiresAt - seconds is the broker's time of the renewal, to the millisecond;
+ * - otherwise the Date header, whole seconds and possibly a second stale: its midpoint.
+ *
+ * The offset is broker time minus the local time the answer arrived; remaining time is then
+ * expiresAt - (localNow + offset), whatever the local clock says.
+ */
+import type { Renewal } from './contract.js';
+
+export type ClockSource = 'renewal' | 'date-header' | 'local';
+
+export interface BrokerClockEstimate {
+  /** Broker time minus local time, ms. */
+  offsetMs: number;
+  source: ClockSource;
+}
+
+/** How far a renewal's implied time may sit from the Date header and still be trusted. */
+const DATE_HEADER_SLACK_MS = 2_000;
+
+export function estimateBrokerClock(
+  renewal: Renewal,
+  requestedSeconds: number,
+  sentAtMs: number,
+  receivedAtMs: number,
+): BrokerClockEstimate {
+  const localMidMs = (sentAtMs + receivedAtMs) / 2;
+  const { brokerDateMs, expiresAtMs } = renewal;
+  if (brokerDateMs === null) return { offsetMs: 0, source: 'local' };
+  const dateEstimateMs = brokerDateMs + 500;
+  if (expiresAtMs !== null) {
+    const renewedAtMs = expiresAtMs - requestedSeconds * 1000;
+    if (Math.abs(renewedAtMs - dateEstimateMs) <= DATE_HEADER_SLACK_MS) {
+      return { offsetMs: renewedAtMs - localMidMs, source: 'renewal' };
+    }
+  }
+  return { offsetMs: dateEstimateMs - receivedAtMs, source: 'date-header' };
+}
+
+export function remainingMs(expiresAtMs: number, localNowMs: number, clock: BrokerClockEstimate): number {
+  return Math.max(0, Math.round(expiresAtMs - (localNowMs + clock.offsetMs)));
+}
+
+/**
+ * The broker writes PostgreSQL's local time with a literal Z (BROKER-FACTS.md). A renewal
+ * never leaves a deadline earlier than brokerNow + seconds, so an expiry well before that,
+ * by the broker's own Date header, means the database does not run in UTC.
+ */
+export function timeZoneSuspicion(renewal: Renewal, requestedSeconds: number): string | null {
+  const { brokerDateMs, expiresAtMs } = renewal;
+  if (brokerDateMs === null || expiresAtMs === null) return null;
+  const shortByMs = brokerDateMs + requestedSeconds * 1000 - expiresAtMs;
+  if (shortByMs < 60_000) return null;
+  const hours = Math.round(shortByMs / 360_000) / 10;
+  return (
+    `the broker reported an expiry ${hours}h earlier than its own clock allows (Date: ` +
+    `${new Date(brokerDateMs).toISOString()}): its database probably does not run in UTC, ` +
+    'so expiry times are shifted by its time zone'
+  );
+}

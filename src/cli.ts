@@ -1,0 +1,77 @@
+/**
+ * The process boundary: argv, streams, signals and the exit code. Everything below takes
+ * them as parameters (commands/globals.ts builds the Runtime).
+ */
+import { Command, CommanderError } from 'commander';
+import { leaseCommand } from './commands/lease/index.js';
+import { globalContext, addGlobalOptions } from './commands/globals.js';
+import { ExitCode, QueenctlError } from './exit.js';
+import { errorMessage } from './output/words.js';
+import { VERSION } from './version.js';
+
+export async function main(argv: string[]): Promise<void> {
+  const controller = new AbortController();
+  let signalled: NodeJS.Signals | null = null;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    // A second signal means "now": the first one is still finishing in-flight requests.
+    if (signalled) process.exit(signal === 'SIGTERM' ? ExitCode.Terminated : ExitCode.Interrupted);
+    signalled = signal;
+    controller.abort(signal);
+  };
+  process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
+  // A reader that went away (`| head -1`) ends the run quietly, as SIGPIPE would.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(128 + 13);
+    throw error;
+  });
+
+  const ports = {
+    env: process.env,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+    signal: controller.signal,
+    setExitCode: (code: ExitCode) => {
+      process.exitCode = code;
+    },
+  };
+  const program = addGlobalOptions(new Command('queenctl'))
+    .description('Lease tooling for Queen MQ operators: renewals that never call a dead lease renewed')
+    .version(VERSION, '--version', 'print the version')
+    .showHelpAfterError('(add --help for usage)')
+    .exitOverride()
+    .configureOutput({ writeErr: (text) => process.stderr.write(text), writeOut: (text) => process.stdout.write(text) });
+  const globals = globalContext(ports, VERSION);
+  program.addCommand(leaseCommand(globals));
+  program
+    .command('version')
+    .description('print the version of queenctl and of Node.js')
+    .action(() => {
+      process.stdout.write(`queenctl ${VERSION} (node ${process.version})\n`);
+    });
+  // Subcommands built elsewhere do not inherit these settings; give them to every command.
+  const everyCommand = (command: Command): Command[] => [command, ...command.commands.flatMap(everyCommand)];
+  for (const command of everyCommand(program)) command.exitOverride().configureHelp({ showGlobalOptions: true });
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (error) {
+    process.exitCode = exitCodeFor(error);
+  }
+  if (signalled) process.exitCode = signalled === 'SIGTERM' ? ExitCode.Terminated : ExitCode.Interrupted;
+}
+
+function exitCodeFor(error: unknown): ExitCode {
+  if (error instanceof CommanderError) {
+    // Commander has already printed its message (or the help); usage errors are 1.
+    return error.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
+  }
+  if (error instanceof QueenctlError) {
+    process.stderr.write(errorMessage(error));
+    return error.exitCode;
+  }
+  // A bug, not an outcome: say so plainly, and never exit 0. The stack only with QUEENCTL_DEBUG.
+  const detail = process.env.QUEENCTL_DEBUG ? ((error as Error)?.stack ?? String(error)) : String((error as Error)?.message ?? error);
+  process.stderr.write(`queenctl: internal error: ${detail}\n  please report it with the command you ran (QUEENCTL_DEBUG=1 shows where)\n`);
+  return ExitCode.Broker;
+}

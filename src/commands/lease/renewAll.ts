@@ -1,0 +1,104 @@
+/**
+ * The loop shared by `extend` and `inspect`: one renewal per lease id, a bounded number in
+ * flight over the client's one connection pool, outcomes handed on in input order as soon as
+ * they are known (so output streams and memory stays flat for thousands of ids).
+ */
+import type { LeaseIdSource } from '../../args.js';
+import { estimateBrokerClock, type BrokerClockEstimate } from '../../broker/brokerClock.js';
+import type { BrokerClient } from '../../broker/client.js';
+import { isHeld, type Renewal } from '../../broker/contract.js';
+import { withRetries, type RetryPolicy } from '../../broker/retry.js';
+import type { Clock } from '../../clock.js';
+import { AuthError, BrokerError, ExitCode, QueenctlError, UsageError } from '../../exit.js';
+
+export type LeaseOutcome =
+  | { leaseId: string; code: ExitCode; renewal: Renewal; brokerClock: BrokerClockEstimate; receivedAtMs: number }
+  | { leaseId: string; code: ExitCode; error: QueenctlError };
+
+export interface RenewAllOptions {
+  seconds: number;
+  retry: RetryPolicy;
+  concurrency: number;
+  /** Called before a retry's wait, for the one-line notice on stderr. */
+  onRetry?: (leaseId: string, error: BrokerError, attempt: number, delayMs: number) => void;
+}
+
+export interface RenewAllContext {
+  client: Pick<BrokerClient, 'extend'>;
+  clock: Clock;
+  signal: AbortSignal;
+}
+
+export interface RenewAllSummary {
+  /** Why issuing stopped early, if it did. */
+  stoppedBy: 'auth' | 'signal' | null;
+  /** A bad id on standard input: ids before it were renewed, none after it. */
+  inputError: UsageError | null;
+}
+
+async function renewOne(leaseId: string, options: RenewAllOptions, context: RenewAllContext): Promise<LeaseOutcome> {
+  const { client, clock, signal } = context;
+  try {
+    let sentAtMs = clock.now();
+    const renewal = await withRetries(
+      () => {
+        sentAtMs = clock.now();
+        return client.extend(leaseId, options.seconds, { signal });
+      },
+      options.retry,
+      { clock, signal, onRetry: (error, attempt, delayMs) => options.onRetry?.(leaseId, error, attempt, delayMs) },
+    );
+    const receivedAtMs = clock.now();
+    return {
+      leaseId,
+      code: isHeld(renewal) ? ExitCode.Ok : ExitCode.NotHeld,
+      renewal,
+      brokerClock: estimateBrokerClock(renewal, options.seconds, sentAtMs, receivedAtMs),
+      receivedAtMs,
+    };
+  } catch (error) {
+    if (error instanceof QueenctlError) return { leaseId, code: error.exitCode, error };
+    if (signal.aborted) {
+      return { leaseId, code: ExitCode.Broker, error: new BrokerError('interrupted before the broker answered', false) };
+    }
+    throw error;
+  }
+}
+
+export async function renewAll(
+  source: LeaseIdSource,
+  options: RenewAllOptions,
+  context: RenewAllContext,
+  onOutcome: (outcome: LeaseOutcome) => Promise<void>,
+): Promise<RenewAllSummary> {
+  const ids = source.ids[Symbol.asyncIterator]();
+  const inFlight: Promise<LeaseOutcome>[] = [];
+  const summary: RenewAllSummary = { stoppedBy: null, inputError: null };
+  let exhausted = false;
+  const stopIssuing = (): boolean => {
+    if (context.signal.aborted) summary.stoppedBy ??= 'signal';
+    return summary.stoppedBy !== null || summary.inputError !== null;
+  };
+
+  for (;;) {
+    while (!exhausted && !stopIssuing() && inFlight.length < options.concurrency) {
+      let next: IteratorResult<string>;
+      try {
+        next = await ids.next();
+      } catch (error) {
+        if (!(error instanceof UsageError)) throw error;
+        summary.inputError = error;
+        break;
+      }
+      if (next.done) exhausted = true;
+      else inFlight.push(renewOne(next.value, options, context));
+    }
+    const head = inFlight.shift();
+    if (!head) break;
+    const outcome = await head;
+    // A refused token is refused for every lease: sending the rest would only repeat it.
+    if ('error' in outcome && outcome.error instanceof AuthError) summary.stoppedBy ??= 'auth';
+    await onOutcome(outcome);
+  }
+  return summary;
+}

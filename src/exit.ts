@@ -1,0 +1,72 @@
+/**
+ * Exit codes and the typed errors that carry them: the one place that maps an outcome to a
+ * process status (see "Exit codes" in the CLI contract). Scripts branch on these numbers, so
+ * they never change meaning.
+ */
+export const ExitCode = {
+  /** Every lease renewed (extend), live (inspect); a watch ended by --for. */
+  Ok: 0,
+  /** Usage or configuration error: nothing was sent to the broker. */
+  Usage: 1,
+  /** Broker error: unreachable, timed out, 5xx, or an answer outside the contract. */
+  Broker: 2,
+  /** Authentication or authorization refused (401 or 403). */
+  Auth: 3,
+  /** Lease not held: the broker answered and renewed nothing, even at HTTP 200. */
+  NotHeld: 4,
+  /** Watch stopped by SIGINT. */
+  Interrupted: 130,
+  /** Watch stopped by SIGTERM. */
+  Terminated: 143,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** An error whose message is meant for people and whose exit code is meant for scripts. */
+export class QueenctlError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: ExitCode,
+    readonly hint?: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** Bad flag, bad argument, bad config: raised before anything is sent. */
+export class UsageError extends QueenctlError {
+  constructor(message: string, hint?: string) {
+    super(message, ExitCode.Usage, hint);
+  }
+}
+
+/** The broker could not be reached, failed, or answered outside the contract. */
+export class BrokerError extends QueenctlError {
+  constructor(
+    message: string,
+    /** True when retrying cannot make things worse and may help (see broker/retry.ts). */
+    readonly transient: boolean,
+    hint?: string,
+    readonly status?: number,
+  ) {
+    super(message, ExitCode.Broker, hint);
+  }
+}
+
+/** 401 or 403: retrying will not help, the credentials must change. */
+export class AuthError extends QueenctlError {
+  constructor(message: string, readonly status: number, hint?: string) {
+    super(message, ExitCode.Auth, hint);
+  }
+}
+
+/**
+ * The status of several outcomes: "the first that applies of 3, 2, 4, 0" (contract, Exit codes).
+ * Usage errors end a run before any outcome exists, so they are not ranked here.
+ */
+const PRECEDENCE: readonly ExitCode[] = [ExitCode.Auth, ExitCode.Broker, ExitCode.NotHeld];
+
+export function combineExitCodes(codes: Iterable<ExitCode>): ExitCode {
+  const seen = new Set(codes);
+  return PRECEDENCE.find((code) => seen.has(code)) ?? ExitCode.Ok;
+}

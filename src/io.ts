@@ -1,0 +1,30 @@
+/**
+ * The process's streams, as a parameter: commands write through an IO so tests pass buffers,
+ * and so nothing outside cli.ts touches `process`.
+ */
+import type { StdinLike } from './args.js';
+
+export interface OutputStream {
+  write(chunk: string): boolean;
+  once?(event: 'drain', listener: () => void): unknown;
+  isTTY?: boolean;
+}
+
+export interface IO {
+  stdout: OutputStream;
+  stderr: OutputStream;
+  stdin: StdinLike;
+  /** Colour on stdout/stderr, decided once from flags, NO_COLOR/FORCE_COLOR and the terminal. */
+  color: boolean;
+  /** Suppress everything but errors (and machine output that was asked for by -o). */
+  quiet: boolean;
+  /** -v: say what happens on the wire (never the token). */
+  verbose: boolean;
+}
+
+/** Writes, and waits when the stream asks for it, so streaming output keeps memory flat. */
+export async function write(stream: OutputStream, text: string): Promise<void> {
+  if (!stream.write(text) && stream.once) {
+    await new Promise<void>((resolve) => stream.once?.('drain', resolve));
+  }
+}

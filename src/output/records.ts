@@ -1,0 +1,43 @@
+/**
+ * Machine output, streamed: one record per lease as soon as it is known and in input order.
+ * `json` prints one object for a single lease id given as an argument, else an array;
+ * `ndjson` one object per line; `yaml` one mapping, or a sequence.
+ */
+import { write, type OutputStream } from '../io.js';
+import type { OutputFormat } from './format.js';
+
+export interface RecordSink<T> {
+  add(record: T): Promise<void>;
+  end(): Promise<void>;
+}
+
+export async function recordSink<T extends object>(
+  stream: OutputStream,
+  format: Extract<OutputFormat, 'json' | 'ndjson' | 'yaml'>,
+  single: boolean,
+): Promise<RecordSink<T>> {
+  if (format === 'ndjson') {
+    return { add: (record) => write(stream, `${JSON.stringify(record)}\n`), end: async () => {} };
+  }
+  if (format === 'yaml') {
+    // Loaded only when asked for: YAML output must not slow down every JSON run.
+    const { stringify } = await import('yaml');
+    let count = 0;
+    return {
+      add: (record) => {
+        count++;
+        return write(stream, stringify(single ? record : [record], { lineWidth: 0 }));
+      },
+      // An empty sequence still has to parse as one.
+      end: () => (single || count > 0 ? Promise.resolve() : write(stream, '[]\n')),
+    };
+  }
+  if (single) {
+    return { add: (record) => write(stream, `${JSON.stringify(record)}\n`), end: async () => {} };
+  }
+  let count = 0;
+  return {
+    add: (record) => write(stream, `${count++ === 0 ? '[\n' : ',\n'}${JSON.stringify(record)}`),
+    end: () => write(stream, count === 0 ? '[]\n' : '\n]\n'),
+  };
+}

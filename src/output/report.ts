@@ -1,0 +1,75 @@
+/**
+ * What a run of extend or inspect tells people on stderr after its results: leases that are
+ * not held and what that means, broker errors, and why it stopped early. Keeps only a few
+ * examples of each, so a run over thousands of ids stays small in memory.
+ */
+import type { LeaseOutcome, RenewAllSummary } from '../commands/lease/renewAll.js';
+import { errorMessage, listSome, LOST_LEASE_ACTION, LOST_LEASE_MEANING } from './words.js';
+
+const EXAMPLES = 5;
+
+interface Group {
+  count: number;
+  examples: string[];
+}
+
+function addTo(groups: Map<string, Group>, key: string, example: string): void {
+  const group = groups.get(key) ?? { count: 0, examples: [] };
+  group.count++;
+  if (group.examples.length < EXAMPLES) group.examples.push(example);
+  groups.set(key, group);
+}
+
+function some(group: Group): string {
+  const more = group.count - group.examples.length;
+  return more > 0 ? `${group.examples.join(', ')} and ${more} more` : listSome(group.examples);
+}
+
+export class RunReport {
+  /** Not-held leases, grouped by the broker's reason ('' when it gave none). */
+  private readonly notHeld = new Map<string, Group>();
+  private readonly errors = new Map<string, Group>();
+  private readonly firstError = new Map<string, Error>();
+  private readonly warnings = new Set<string>();
+
+  constructor(private readonly verb: 'renewed' | 'live') {}
+
+  add(outcome: LeaseOutcome): void {
+    if ('error' in outcome) {
+      const key = outcome.error.message;
+      addTo(this.errors, key, outcome.leaseId);
+      if (!this.firstError.has(key)) this.firstError.set(key, outcome.error);
+    } else if (outcome.renewal.result.renewed === 0) {
+      addTo(this.notHeld, outcome.renewal.reason ?? '', outcome.leaseId);
+    }
+  }
+
+  warn(text: string): void {
+    this.warnings.add(text);
+  }
+
+  /** The stderr text; empty when every lease was fine. */
+  render(summary: RenewAllSummary, single: boolean): string {
+    const lines: string[] = [];
+    for (const text of this.warnings) lines.push(`queenctl: warning: ${text}\n`);
+    for (const [message, group] of this.errors) {
+      const error = this.firstError.get(message) as Error;
+      lines.push(single ? errorMessage(error) : errorMessage(error).replace(/\n/, ` (lease ${some(group)})\n`));
+    }
+    let notHeldCount = 0;
+    for (const [reason, group] of this.notHeld) {
+      notHeldCount += group.count;
+      const said = reason ? ` (broker said: ${reason})` : '';
+      lines.push(
+        group.count === 1
+          ? `queenctl: lease ${group.examples[0]} is not ${this.verb === 'renewed' ? 'renewed' : 'held'}${said}.\n`
+          : `queenctl: ${group.count} leases are not ${this.verb === 'renewed' ? 'renewed' : 'held'}${said}: ${some(group)}.\n`,
+      );
+    }
+    if (notHeldCount > 0) lines.push(`  ${LOST_LEASE_MEANING}\n  ${LOST_LEASE_ACTION}\n`);
+    if (summary.inputError) lines.push(errorMessage(summary.inputError).replace(/\n/, '; no lease after it was sent\n'));
+    if (summary.stoppedBy === 'auth') lines.push('queenctl: stopped at the first refusal: the remaining lease ids were not sent\n');
+    if (summary.stoppedBy === 'signal') lines.push('queenctl: interrupted: the remaining lease ids were not sent\n');
+    return lines.join('');
+  }
+}

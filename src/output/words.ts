@@ -1,0 +1,37 @@
+/**
+ * The words queenctl prints to people: what happened, what it means for the batch, and what
+ * to do. Commands decide what happened; this module says it.
+ */
+import { QueenctlError } from '../exit.js';
+
+/** Why renewed: 0 happens and what to do about it (lease-extend-route.md, "What a failed extension means"). */
+export const LOST_LEASE_MEANING =
+  'It expired, was released by an ack or nack, or belongs to another tenant (the broker makes these ' +
+  'look the same on purpose). The batch may already be redelivered to another worker.';
+export const LOST_LEASE_ACTION =
+  'Stop work that is not idempotent and let the redelivery own the batch; do not ack without the lease id.';
+
+export function notRenewedMessage(leaseIds: readonly string[], reasons: ReadonlyMap<string, string>): string {
+  const said = (leaseId: string): string => {
+    const reason = reasons.get(leaseId);
+    return reason ? ` (broker said: ${reason})` : '';
+  };
+  const head =
+    leaseIds.length === 1
+      ? `lease ${leaseIds[0]} was not renewed${said(leaseIds[0] ?? '')}.`
+      : `${leaseIds.length} leases were not renewed: ${listSome(leaseIds.map((id) => `${id}${said(id)}`))}.`;
+  return `${head}\n  ${LOST_LEASE_MEANING}\n  ${LOST_LEASE_ACTION}\n`;
+}
+
+export function listSome(items: readonly string[], max = 5): string {
+  return items.length <= max ? items.join(', ') : `${items.slice(0, max).join(', ')} and ${items.length - max} more`;
+}
+
+export function errorMessage(error: QueenctlError | Error): string {
+  const hint = error instanceof QueenctlError && error.hint ? `\n  ${error.hint}` : '';
+  return `queenctl: ${error.message}${hint}\n`;
+}
+
+export function warningMessage(text: string): string {
+  return `queenctl: warning: ${text}\n`;
+}
