@@ -70,3 +70,13 @@ export function combineExitCodes(codes: Iterable<ExitCode>): ExitCode {
   const seen = new Set(codes);
   return PRECEDENCE.find((code) => seen.has(code)) ?? ExitCode.Ok;
 }
+
+/**
+ * The status of a run over several leases: a signal first, then 3 and 2; a bad id read from
+ * standard input (after some leases were sent) ranks before 4, since it is not about a lease.
+ */
+export function runExitCode(codes: ReadonlySet<ExitCode>): ExitCode {
+  if (codes.has(ExitCode.Interrupted)) return ExitCode.Interrupted;
+  const outcome = combineExitCodes(codes);
+  return codes.has(ExitCode.Usage) && (outcome === ExitCode.NotHeld || outcome === ExitCode.Ok) ? ExitCode.Usage : outcome;
+}

@@ -32,7 +32,7 @@ export class RunReport {
   private readonly firstError = new Map<string, Error>();
   private readonly warnings = new Set<string>();
 
-  constructor(private readonly verb: 'renewed' | 'live') {}
+  constructor(private readonly goodWord: 'renewed' | 'held') {}
 
   add(outcome: LeaseOutcome): void {
     if ('error' in outcome) {
@@ -62,8 +62,8 @@ export class RunReport {
       const said = reason ? ` (broker said: ${reason})` : '';
       lines.push(
         group.count === 1
-          ? `queenctl: lease ${group.examples[0]} is not ${this.verb === 'renewed' ? 'renewed' : 'held'}${said}.\n`
-          : `queenctl: ${group.count} leases are not ${this.verb === 'renewed' ? 'renewed' : 'held'}${said}: ${some(group)}.\n`,
+          ? `queenctl: lease ${group.examples[0]} is not ${this.goodWord}${said}.\n`
+          : `queenctl: ${group.count} leases are not ${this.goodWord}${said}: ${some(group)}.\n`,
       );
     }
     if (notHeldCount > 0) lines.push(`  ${LOST_LEASE_MEANING}\n  ${LOST_LEASE_ACTION}\n`);

@@ -11,18 +11,6 @@ export const LOST_LEASE_MEANING =
 export const LOST_LEASE_ACTION =
   'Stop work that is not idempotent and let the redelivery own the batch; do not ack without the lease id.';
 
-export function notRenewedMessage(leaseIds: readonly string[], reasons: ReadonlyMap<string, string>): string {
-  const said = (leaseId: string): string => {
-    const reason = reasons.get(leaseId);
-    return reason ? ` (broker said: ${reason})` : '';
-  };
-  const head =
-    leaseIds.length === 1
-      ? `lease ${leaseIds[0]} was not renewed${said(leaseIds[0] ?? '')}.`
-      : `${leaseIds.length} leases were not renewed: ${listSome(leaseIds.map((id) => `${id}${said(id)}`))}.`;
-  return `${head}\n  ${LOST_LEASE_MEANING}\n  ${LOST_LEASE_ACTION}\n`;
-}
-
 export function listSome(items: readonly string[], max = 5): string {
   return items.length <= max ? items.join(', ') : `${items.slice(0, max).join(', ')} and ${items.length - max} more`;
 }

@@ -67,5 +67,51 @@ Examples:
       );
     });
 
+  lease
+    .command('inspect')
+    .description('say whether leases are held, by how many partitions and for how long, without shortening them')
+    .argument('<leaseId...>', 'lease ids the pop returned; - reads them from standard input')
+    .addOption(retriesOption())
+    .addHelpText(
+      'after',
+      `
+How it works: the broker has no read-only lease lookup, so inspect asks the extend route for
+{"seconds": 1}. The broker sets the deadline to the later of the current one and now + 1 s, so a
+live lease keeps the deadline it had and an expired one is not brought back. The one edge: a
+lease in its very last second gets at most one more second.
+
+Remaining time is measured on the broker's clock, not this machine's: it is the expiry minus the
+broker's time taken from its Date header (whole seconds, so within about a second). A local
+clock that is minutes or hours off changes nothing. Older brokers do not report how many
+partitions a lease holds: HELD is then ? (null in JSON).
+
+Exit codes:
+  0  every lease is live
+  1  usage or configuration error; nothing was sent
+  2  broker error: unreachable, timed out, 5xx, or an answer outside the contract
+  3  authentication or authorization refused (401, 403)
+  4  a lease is not held (expired, released by an ack or nack, or another tenant's)
+
+Examples:
+  queenctl lease inspect "$LEASE"
+  queenctl lease inspect "$LEASE" -o json | jq .remainingMs
+  queenctl lease inspect - -o ndjson < leases.txt`,
+    )
+    .action(async (leaseIds: string[], options: { retries: number }, command: Command) => {
+      const { runInspect } = await import('./inspect.js');
+      await globals.run(command, async (runtime, settings) =>
+        runInspect(
+          {
+            leaseIds,
+            retry: { ...settings.retry, retries: options.retries },
+            concurrency: settings.concurrency,
+            format: settings.format,
+            noHeaders: settings.noHeaders,
+          },
+          runtime,
+        ),
+      );
+    });
+
   return lease;
 }

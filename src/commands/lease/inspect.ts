@@ -1,0 +1,74 @@
+/**
+ * `queenctl lease inspect <leaseId...>`: is a lease held, by how many (partition, group)
+ * leases, and for how long, without shortening it. The documented API has no read-only
+ * lookup, so inspect asks the extend route for one second: the broker takes the later of the
+ * current deadline and now + 1 s (lease-extend-route.md), which leaves a live lease's deadline
+ * where it was and never resurrects an expired one.
+ */
+import { formatDuration } from '../../args.js';
+import { remainingMs } from '../../broker/brokerClock.js';
+import type { ExitCode } from '../../exit.js';
+import type { Runtime } from '../runtime.js';
+import { runLeaseRequests, type LeaseRunOptions, type LeaseView } from './leaseRun.js';
+import type { LeaseOutcome } from './renewAll.js';
+
+/** The probe: the least a renewal can ask for. */
+export const INSPECT_SECONDS = 1;
+
+export type InspectOptions = Omit<LeaseRunOptions, 'seconds'>;
+
+/** The contract's inspect record, plus the older broker's reason or a request's error. */
+export interface InspectRecord {
+  leaseId: string;
+  live: boolean | null;
+  held: number | null;
+  expiresAt: string | null;
+  remainingMs: number | null;
+  reason?: string;
+  error?: string;
+}
+
+export function inspectRecord(outcome: LeaseOutcome, nowMs: number): InspectRecord {
+  if ('error' in outcome) {
+    // Unknown, not "not live": the request failed, so nothing is claimed about the lease.
+    return { leaseId: outcome.leaseId, live: null, held: null, expiresAt: null, remainingMs: null, error: outcome.error.message };
+  }
+  const { result, reason, expiresAtMs, shape } = outcome.renewal;
+  const live = result.renewed > 0 && expiresAtMs !== null;
+  const record: InspectRecord = {
+    leaseId: outcome.leaseId,
+    live,
+    // The older array shape says whether, not how many (contract: null there).
+    held: !live ? 0 : shape === 'array' ? null : result.renewed,
+    expiresAt: live ? result.expiresAt : null,
+    remainingMs: live && expiresAtMs !== null ? remainingMs(expiresAtMs, nowMs, outcome.brokerClock) : null,
+  };
+  return reason ? { ...record, reason } : record;
+}
+
+export const inspectView: LeaseView<InspectRecord> = {
+  goodWord: 'held',
+  record: inspectRecord,
+  headers: (wide) => {
+    const headers = ['LEASE ID', 'LIVE', 'HELD', 'EXPIRES AT', 'REMAINING'];
+    return wide ? [...headers, 'BROKER SAID', 'CLOCK'] : headers;
+  },
+  row: (outcome, wide, nowMs, style) => {
+    const record = inspectRecord(outcome, nowMs);
+    const live = record.live === null ? style.bad('error') : record.live ? style.ok('yes') : style.bad('NO');
+    const row = [
+      record.leaseId,
+      live,
+      record.held === null ? (record.live ? '?' : '-') : String(record.held),
+      record.expiresAt ?? '-',
+      record.remainingMs === null ? '-' : formatDuration(record.remainingMs),
+    ];
+    if (!wide) return row;
+    const said = record.error ?? record.reason ?? '-';
+    return [...row, said, 'brokerClock' in outcome ? outcome.brokerClock.source : '-'];
+  },
+};
+
+export function runInspect(options: InspectOptions, runtime: Runtime): Promise<ExitCode> {
+  return runLeaseRequests({ ...options, seconds: INSPECT_SECONDS }, inspectView, runtime);
+}

@@ -1,0 +1,87 @@
+/**
+ * What `extend` and `inspect` share: read the ids, renew each (renewAll.ts), stream machine
+ * records or collect table rows, then say on stderr what went wrong. A verb supplies only its
+ * view: the record, the table and the word for success.
+ */
+import { formatDuration, leaseIdSource } from '../../args.js';
+import { timeZoneSuspicion } from '../../broker/brokerClock.js';
+import type { RetryPolicy } from '../../broker/retry.js';
+import { ExitCode, runExitCode } from '../../exit.js';
+import { write } from '../../io.js';
+import type { OutputFormat } from '../../output/format.js';
+import { recordSink } from '../../output/records.js';
+import { RunReport } from '../../output/report.js';
+import { loadStyle, type Style } from '../../output/style.js';
+import { renderTable } from '../../output/table.js';
+import type { Runtime } from '../runtime.js';
+import { renewAll, type LeaseOutcome } from './renewAll.js';
+
+export interface LeaseRunOptions {
+  leaseIds: string[];
+  seconds: number;
+  retry: RetryPolicy;
+  concurrency: number;
+  /** null: print no results (-q without -o). */
+  format: OutputFormat | null;
+  noHeaders: boolean;
+}
+
+export interface LeaseView<R extends object> {
+  /** 'renewed' for extend, 'held' for inspect: what a good outcome is called. */
+  goodWord: 'renewed' | 'held';
+  record(outcome: LeaseOutcome, nowMs: number): R;
+  headers(wide: boolean): string[];
+  row(outcome: LeaseOutcome, wide: boolean, nowMs: number, style: Style): string[];
+}
+
+export async function runLeaseRequests<R extends object>(
+  options: LeaseRunOptions,
+  view: LeaseView<R>,
+  runtime: Runtime,
+): Promise<ExitCode> {
+  const { io, clock } = runtime;
+  const { format } = options;
+  const source = leaseIdSource(options.leaseIds, io.stdin);
+  const report = new RunReport(view.goodWord);
+  const codes = new Set<ExitCode>();
+  const sink = format === 'json' || format === 'ndjson' || format === 'yaml' ? await recordSink<R>(io.stdout, format, source.single) : null;
+  const wide = format === 'wide';
+  const style = await loadStyle(io.color && (format === 'table' || wide));
+  const rows: string[][] = [];
+
+  const summary = await renewAll(
+    source,
+    {
+      seconds: options.seconds,
+      retry: options.retry,
+      concurrency: options.concurrency,
+      onRetry: (leaseId, error, attempt, delayMs) => {
+        if (io.quiet) return;
+        void write(io.stderr, `queenctl: ${leaseId}: ${error.message}; retry ${attempt} of ${options.retry.retries} in ${formatDuration(delayMs)}\n`);
+      },
+    },
+    runtime,
+    async (outcome) => {
+      codes.add(outcome.code);
+      report.add(outcome);
+      if ('renewal' in outcome) {
+        const suspicion = timeZoneSuspicion(outcome.renewal, options.seconds);
+        if (suspicion) report.warn(suspicion);
+      }
+      // A single lease that failed prints nothing on stdout: nothing there may look like success.
+      if (source.single && 'error' in outcome) return;
+      if (sink) await sink.add(view.record(outcome, clock.now()));
+      else if (format) rows.push(view.row(outcome, wide, clock.now(), style));
+    },
+  );
+  if (summary.inputError) codes.add(ExitCode.Usage);
+  if (summary.stoppedBy === 'signal') codes.add(ExitCode.Interrupted);
+
+  await sink?.end();
+  if (rows.length > 0) {
+    await write(io.stdout, await renderTable({ headers: view.headers(wide), rows, noHeaders: options.noHeaders }));
+  }
+  const notes = report.render(summary, source.single);
+  if (notes) await write(io.stderr, notes);
+  return runExitCode(codes);
+}

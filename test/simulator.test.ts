@@ -1,0 +1,691 @@
+/**
+ * The simulator's rules, checked over real HTTP on loopback. Rules come from
+ * ../shared/broker/lease-extend-route.md (documented shape) and BROKER-FACTS.md plus the recording
+ * (array shape). Leases expire by advancing a fake clock, never by sleeping.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import https from 'node:https';
+import { after, before, describe, it } from 'node:test';
+import { SimulatorControl } from './simulator/control.js';
+import { startSimulator, type Simulator, type SimulatorOptions } from './simulator/simulator.js';
+
+const T0 = Date.parse('2026-07-30T11:00:00.000Z');
+const S = 1000;
+
+interface FakeClock {
+  now: () => number;
+  advance(ms: number): void;
+}
+
+function fakeClock(start = T0): FakeClock {
+  let t = start;
+  return { now: () => t, advance: (ms) => void (t += ms) };
+}
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: unknown;
+}
+
+function extendUrl(sim: Simulator, leaseId: string): string {
+  return `${sim.url}/api/v1/lease/${encodeURIComponent(leaseId)}/extend`;
+}
+
+async function request(url: string, init: RequestInit = {}): Promise<Answer> {
+  const res = await fetch(url, { redirect: 'manual', ...init });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** POST the extend route; `body` undefined sends no body at all. */
+function extend(sim: Simulator, leaseId: string, body?: string, token?: string): Promise<Answer> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (token !== undefined) headers['authorization'] = `Bearer ${token}`;
+  return request(extendUrl(sim, leaseId), { method: 'POST', headers, ...(body !== undefined && { body }) });
+}
+
+/** The documented answer, typed loosely for assertions. */
+interface Documented {
+  leaseId: string;
+  success: boolean;
+  renewed: number;
+  newExpiresAt: string | null;
+  expiresAt: string | null;
+  lease_expires_at: string | null;
+}
+
+interface ArrayResult {
+  error: string | null;
+  expiresAt: string | null;
+  index: number;
+  leaseId: string;
+  success: boolean;
+}
+
+function documented(answer: Answer): Documented {
+  assert.equal(answer.status, 200, answer.text);
+  return answer.json as Documented;
+}
+
+function arrayResult(answer: Answer): ArrayResult {
+  assert.equal(answer.status, 200, answer.text);
+  const results = answer.json as ArrayResult[];
+  assert.equal(results.length, 1);
+  const [result] = results;
+  assert.ok(result);
+  return result;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+const isoMicro = (ms: number): string => iso(ms).replace('Z', '000Z');
+
+function expiries(sim: Simulator, leaseId: string): number[] {
+  return sim.lease(leaseId)?.rows.map((row) => row.expiresAt) ?? [];
+}
+
+async function waitFor(check: () => boolean, what: string, timeoutMs = 2000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** A fresh simulator on a fake clock for one describe block, closed after it. */
+function useSimulator(opts: SimulatorOptions = {}): { sim: () => Simulator; clock: FakeClock } {
+  const clock = fakeClock();
+  let sim: Simulator | undefined;
+  before(async () => {
+    sim = await startSimulator({ now: clock.now, ...opts });
+  });
+  after(async () => {
+    await sim?.close();
+  });
+  return {
+    sim: () => {
+      assert.ok(sim, 'simulator not started');
+      return sim;
+    },
+    clock,
+  };
+}
+
+describe('documented shape (lease-extend-route.md)', () => {
+  const { sim, clock } = useSimulator();
+
+  it('falls back to 60 seconds for an empty, non-JSON, seconds-less or non-number body', async () => {
+    const bodies = [undefined, '', 'hello', '{}', '{"seconds":"120"}', '{"seconds":null}', '[]', 'null', '{"seconds":true}'];
+    for (const body of bodies) {
+      const id = sim().mint({ seconds: 30 });
+      const answer = documented(await extend(sim(), id, body));
+      assert.equal(answer.renewed, 1, `body ${body}`);
+      assert.equal(answer.expiresAt, isoMicro(clock.now() + 60 * S), `body ${body}`);
+    }
+  });
+
+  it('floors fractions and clamps values below 1 to 1', async () => {
+    const floored = sim().mint({ seconds: 30 });
+    assert.equal(documented(await extend(sim(), floored, '{"seconds":90.9}')).expiresAt, isoMicro(T0 + 90 * S));
+    for (const seconds of [0, -5, 0.5]) {
+      const id = sim().mint({ seconds: 0.25 });
+      const answer = documented(await extend(sim(), id, JSON.stringify({ seconds })));
+      assert.equal(answer.expiresAt, isoMicro(T0 + 1 * S), `seconds ${seconds}`);
+    }
+  });
+
+  it('takes the later of the current expiry and now + seconds', async () => {
+    const id = sim().mint({ seconds: 300 });
+    const answer = documented(await extend(sim(), id, '{"seconds":120}'));
+    assert.equal(answer.renewed, 1);
+    assert.equal(answer.success, true);
+    assert.equal(answer.expiresAt, isoMicro(T0 + 300 * S));
+    assert.deepEqual(expiries(sim(), id), [T0 + 300 * S]);
+  });
+
+  it('renews every live row of a multi-partition lease and reports the earliest expiry', async () => {
+    const id = sim().mint({ partitions: [{ seconds: 100 }, { seconds: 10 }, { seconds: 50 }, { seconds: -1 }] });
+    const answer = documented(await extend(sim(), id, '{"seconds":30}'));
+    assert.equal(answer.renewed, 3);
+    assert.equal(answer.expiresAt, isoMicro(T0 + 30 * S));
+    assert.deepEqual(expiries(sim(), id), [T0 + 100 * S, T0 + 30 * S, T0 + 50 * S, T0 - 1 * S]);
+    const rows = sim().lease(id)?.rows ?? [];
+    assert.deepEqual(
+      rows.map((row) => [row.partition, row.group]),
+      [1, 2, 3, 4].map((n) => [`p${n}`, '__QUEUE_MODE__']),
+    );
+  });
+
+  it('answers the three expiry keys with one microsecond value, keys in the documented order', async () => {
+    const id = sim().mint();
+    const answer = await extend(sim(), id, '{"seconds":120}');
+    assert.equal(answer.headers.get('content-type'), 'application/json');
+    const body = documented(answer);
+    assert.deepEqual(Object.keys(body), ['leaseId', 'success', 'renewed', 'newExpiresAt', 'expiresAt', 'lease_expires_at']);
+    assert.equal(body.leaseId, id);
+    assert.equal(body.newExpiresAt, '2026-07-30T11:02:00.000000Z');
+    assert.equal(body.expiresAt, body.newExpiresAt);
+    assert.equal(body.lease_expires_at, body.newExpiresAt);
+  });
+
+  it('answers 200 with success false and null timestamps for unknown, released and expired leases', async () => {
+    const released = sim().mint();
+    sim().release(released);
+    const expired = sim().mint({ seconds: 5 });
+    sim().expire(expired);
+    for (const id of ['00000000-0000-0000-0000-000000000000', released, expired]) {
+      assert.deepEqual(documented(await extend(sim(), id, '{"seconds":120}')), {
+        leaseId: id,
+        success: false,
+        renewed: 0,
+        newExpiresAt: null,
+        expiresAt: null,
+        lease_expires_at: null,
+      });
+    }
+  });
+
+  it('does not resurrect a lease that expired by the clock', async () => {
+    const id = sim().mint({ seconds: 30 });
+    clock.advance(31 * S);
+    try {
+      assert.equal(documented(await extend(sim(), id, '{"seconds":120}')).renewed, 0);
+      assert.deepEqual(expiries(sim(), id), [T0 + 30 * S]);
+    } finally {
+      clock.advance(-31 * S);
+    }
+  });
+
+  it('answers 500 renew failed when the new expiry is out of range', async () => {
+    const answer = await extend(sim(), sim().mint(), '{"seconds":1e300}');
+    assert.equal(answer.status, 500);
+    assert.match(String((answer.json as { error: string }).error), /^renew failed: /);
+  });
+});
+
+describe('authentication and tenants', () => {
+  const { sim } = useSimulator({
+    tokens: {
+      'rw-a': { role: 'read-write', tenant: 'a' },
+      'admin-b': { role: 'admin', tenant: 'b' },
+      ro: { role: 'read-only', tenant: 'a' },
+      none: { role: '' },
+    },
+  });
+
+  it('isolates tenants: another tenant renews nothing', async () => {
+    const id = sim().mint({ tenant: 'a' });
+    assert.equal(documented(await extend(sim(), id, '{"seconds":120}', 'admin-b')).renewed, 0);
+    assert.equal(documented(await extend(sim(), id, '{"seconds":120}', 'rw-a')).renewed, 1);
+  });
+
+  it('answers 401 without or with an unknown token and 403 without the read-write role', async () => {
+    const id = sim().mint({ tenant: 'a' });
+    const cases: Array<[string | undefined, number, string]> = [
+      [undefined, 401, 'Authentication required'],
+      ['forged', 401, 'HS256 validation error: invalid signature'],
+      ['ro', 403, 'Insufficient permissions'],
+      ['none', 403, 'Insufficient permissions'],
+    ];
+    for (const [token, status, error] of cases) {
+      const answer = await extend(sim(), id, '{"seconds":120}', token);
+      assert.equal(answer.status, status, `token ${token}`);
+      assert.deepEqual(answer.json, { error });
+    }
+    const basic = await request(extendUrl(sim(), id), { method: 'POST', headers: { authorization: 'Basic eDp5' }, body: '{}' });
+    assert.equal(basic.status, 401);
+  });
+
+  it('checks auth before the body (recording: no token and empty body is 401)', async () => {
+    sim().setShape('array');
+    try {
+      assert.equal((await extend(sim(), 'x', '')).status, 401);
+    } finally {
+      sim().setShape('documented');
+    }
+  });
+});
+
+describe('array shape (older broker, BROKER-FACTS.md)', () => {
+  const { sim, clock } = useSimulator({ shape: 'array', tokens: { rw: { role: 'read-write', tenant: 'a' } } });
+
+  it('answers 400 for empty and non-JSON bodies and 500 for wrong types', async () => {
+    const id = sim().mint({ tenant: 'a' });
+    const cases: Array<[string | undefined, number, RegExp]> = [
+      [undefined, 400, /^Empty request body$/],
+      ['', 400, /^Empty request body$/],
+      ['hello', 400, /^Invalid JSON: \[json\.exception\.parse_error\.101\] /],
+      ['{"seconds":"120"}', 500, /^\[json\.exception\.type_error\.302\] type must be number, but is string$/],
+      ['{"seconds":null}', 500, /^\[json\.exception\.type_error\.302\] type must be number, but is null$/],
+      ['[]', 500, /^\[json\.exception\.type_error\.306\] cannot use value\(\) with array$/],
+      ['null', 500, /^\[json\.exception\.type_error\.306\] cannot use value\(\) with null$/],
+    ];
+    for (const [body, status, error] of cases) {
+      const answer = await extend(sim(), id, body, 'rw');
+      assert.equal(answer.status, status, `body ${body}`);
+      assert.match((answer.json as { error: string }).error, error);
+    }
+    assert.deepEqual(expiries(sim(), id), [T0 + 30 * S], 'no failed body renewed anything');
+  });
+
+  it('answers the recorded bytes, {} meaning 60 seconds', async () => {
+    const id = sim().mint({ tenant: 'a' });
+    const answer = await extend(sim(), id, '{}', 'rw');
+    assert.equal(
+      answer.text,
+      `[{"error":null,"expiresAt":"2026-07-30T11:01:00.000Z","index":0,"leaseId":"${id}","success":true}]`,
+    );
+  });
+
+  it('passes seconds ≤ 1 through: success with the expiry unchanged; accepts fractions', async () => {
+    const id = sim().mint({ tenant: 'a', seconds: 30 });
+    for (const seconds of [1, 0, -5, 1.7]) {
+      const result = arrayResult(await extend(sim(), id, JSON.stringify({ seconds }), 'rw'));
+      assert.equal(result.success, true);
+      assert.equal(result.expiresAt, iso(T0 + 30 * S), `seconds ${seconds}`);
+    }
+    const short = sim().mint({ tenant: 'a', seconds: 0.5 });
+    assert.equal(arrayResult(await extend(sim(), short, '{"seconds":1.7}', 'rw')).expiresAt, iso(T0 + 1700));
+  });
+
+  it('tells Lease already expired from Lease not found (unknown, released, foreign tenant)', async () => {
+    const expired = sim().mint({ tenant: 'a', seconds: 2 });
+    const released = sim().mint({ tenant: 'a' });
+    sim().release(released);
+    const foreign = sim().mint({ tenant: 'b' });
+    clock.advance(3 * S);
+    try {
+      const cases: Array<[string, string]> = [
+        [expired, 'Lease already expired'],
+        [released, 'Lease not found'],
+        [foreign, 'Lease not found'],
+        ['not-a-lease', 'Lease not found'],
+      ];
+      for (const [id, error] of cases) {
+        const result = arrayResult(await extend(sim(), id, '{"seconds":120}', 'rw'));
+        assert.deepEqual(result, { error, expiresAt: null, index: 0, leaseId: id, success: false });
+      }
+    } finally {
+      clock.advance(-3 * S);
+    }
+  });
+
+  it('numbers concurrent requests of one batch 0, 1, 2… and sequential ones 0', async () => {
+    const ids = Array.from({ length: 6 }, () => sim().mint({ tenant: 'a' }));
+    const fire = (): Promise<ArrayResult[]> =>
+      Promise.all(ids.map(async (id) => arrayResult(await extend(sim(), id, '{"seconds":60}', 'rw'))));
+    await fire(); // opens one keep-alive connection per request, so the next round arrives at once
+    const results = await fire();
+    results.forEach((result, i) => assert.equal(result.leaseId, ids[i]));
+    assert.ok(results.some((result) => result.index > 0), JSON.stringify(results));
+    for (const id of ids.slice(0, 2)) {
+      assert.equal(arrayResult(await extend(sim(), id, '{}', 'rw')).index, 0);
+    }
+  });
+});
+
+describe('routing, headers and lease ids', () => {
+  const { sim } = useSimulator({ clockOffsetMs: 3 * 3600 * S + 1500 });
+
+  it('writes the Date header from the broker clock, truncated to the second', async () => {
+    const answer = await request(`${sim().url}/health`);
+    assert.equal(answer.headers.get('date'), 'Thu, 30 Jul 2026 14:00:01 GMT');
+    assert.equal(sim().brokerNow(), T0 + 3 * 3600 * S + 1500);
+    sim().setClockOffset(-S);
+    try {
+      assert.equal((await extend(sim(), 'x', '{}')).headers.get('date'), 'Thu, 30 Jul 2026 10:59:59 GMT');
+    } finally {
+      sim().setClockOffset(3 * 3600 * S + 1500);
+    }
+  });
+
+  it('decodes a percent-encoded lease id as exactly one path segment', async () => {
+    const id = 'a/b?c#d%e ..';
+    sim().mint({ leaseId: id });
+    sim().resetLog();
+    const body = documented(await extend(sim(), id, '{"seconds":120}'));
+    assert.equal(body.leaseId, id);
+    assert.equal(body.renewed, 1);
+    const [entry] = sim().log;
+    assert.equal(entry?.leaseId, id);
+    assert.equal(entry?.rawPath, '/api/v1/lease/a%2Fb%3Fc%23d%25e%20../extend');
+    const split = await request(`${sim().url}/api/v1/lease/a/b/extend`, { method: 'POST', body: '{}' });
+    assert.equal(split.status, 404);
+    assert.deepEqual(split.json, { error: 'Not found' });
+  });
+
+  it('answers GET on the route with the recorded HTML 404, health, and a JSON 404 otherwise', async () => {
+    const get = await request(extendUrl(sim(), 'x'));
+    assert.equal(get.status, 404);
+    assert.equal(get.text, '<html><body><h1>File Not Found</h1><hr><i>uWebSockets/20 Server</i></body></html>');
+    const health = await request(`${sim().url}/health`);
+    assert.equal(health.status, 200);
+    assert.deepEqual(health.json, { status: 'healthy' });
+    const other = await request(`${sim().url}/api/v1/pop`, { method: 'POST', body: '{}' });
+    assert.equal(other.status, 404);
+    assert.deepEqual(other.json, { error: 'Not found' });
+  });
+
+  it('mints UUIDv7-looking ids with one row per (partition, group)', () => {
+    const id = sim().mint({ partitions: [{ partition: 'p1', group: 'g1' }, { partition: 'p1', group: 'g2' }] });
+    assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.equal(sim().lease(id)?.rows.length, 2);
+    assert.throws(() => sim().mint({ leaseId: id }), /already exists/);
+    assert.throws(() => sim().mint({ partitions: [{ partition: 'p' }, { partition: 'p' }] }), /once/);
+  });
+});
+
+describe('faults', () => {
+  const { sim } = useSimulator();
+  const live = (): string => sim().mint({ seconds: 30 });
+
+  it('latency delays, then answers normally; times counts down', async () => {
+    sim().inject({ kind: 'latency', ms: 150, times: 1 });
+    const started = Date.now();
+    assert.equal(documented(await extend(sim(), live(), '{}')).renewed, 1);
+    assert.ok(Date.now() - started >= 140);
+    const again = Date.now();
+    await extend(sim(), live(), '{}');
+    assert.ok(Date.now() - again < 140, 'the fault was used up');
+  });
+
+  it('drop destroys the connection without an answer', async () => {
+    sim().inject({ kind: 'drop', times: 1 });
+    sim().resetLog();
+    await assert.rejects(extend(sim(), live(), '{}'));
+    assert.equal(sim().log[0]?.status, null);
+  });
+
+  it('reset-mid-body sends headers and half the body; the renewal itself happened', async () => {
+    const id = live();
+    sim().inject({ kind: 'reset-mid-body', times: 1 });
+    const res = await fetch(extendUrl(sim(), id), { method: 'POST', body: '{"seconds":120}' });
+    assert.equal(res.status, 200);
+    await assert.rejects(res.text());
+    assert.deepEqual(expiries(sim(), id), [T0 + 120 * S]);
+  });
+
+  it('status answers with the given status, body and headers', async () => {
+    sim().inject({ kind: 'status', status: 503, times: 1 });
+    sim().inject({ kind: 'status', status: 500, body: '{"error":"pool"}', times: 1 });
+    sim().inject({ kind: 'status', status: 302, headers: { location: 'https://elsewhere.example/' }, times: 1 });
+    const unavailable = await extend(sim(), live(), '{}');
+    assert.equal(unavailable.status, 503);
+    assert.deepEqual(await extend(sim(), live(), '{}').then((a) => [a.status, a.text]), [500, '{"error":"pool"}']);
+    const moved = await extend(sim(), live(), '{}');
+    assert.equal(moved.status, 302);
+    assert.equal(moved.headers.get('location'), 'https://elsewhere.example/');
+    assert.equal((await extend(sim(), live(), '{}')).status, 200);
+  });
+
+  it('body answers anything, including a function-made 10 MB body', async () => {
+    sim().inject({ kind: 'body', body: '{"leaseId":', times: 1 });
+    sim().inject({ kind: 'body', body: () => 'x'.repeat(10 * 1024 * 1024), status: 201, times: 1 });
+    assert.deepEqual(await extend(sim(), live(), '{}').then((a) => [a.status, a.text]), [200, '{"leaseId":']);
+    const huge = await extend(sim(), live(), '{}');
+    assert.equal(huge.status, 201);
+    assert.equal(huge.text.length, 10 * 1024 * 1024);
+  });
+
+  it('a leaseId restricts a fault; the first matching fault in injection order wins', async () => {
+    const target = live();
+    const other = live();
+    sim().inject({ kind: 'status', status: 503, leaseId: target });
+    sim().inject({ kind: 'status', status: 500, times: 1 });
+    try {
+      assert.equal((await extend(sim(), other, '{}')).status, 500);
+      assert.equal((await extend(sim(), other, '{}')).status, 200);
+      assert.equal((await extend(sim(), target, '{}')).status, 503);
+      assert.equal((await extend(sim(), target, '{}')).status, 503);
+    } finally {
+      sim().clearFaults();
+    }
+    assert.equal((await extend(sim(), target, '{}')).status, 200);
+  });
+
+  it('hang holds requests until clearFaults(), then answers them normally', async () => {
+    const id = live();
+    sim().resetLog();
+    sim().inject({ kind: 'hang' });
+    const pending = extend(sim(), id, '{"seconds":120}');
+    await waitFor(() => sim().log.length === 1, 'the held request');
+    const early = await Promise.race([pending.then(() => 'answered'), new Promise((r) => setTimeout(() => r('held'), 50))]);
+    assert.equal(early, 'held');
+    assert.equal(sim().log[0]?.status, null);
+    sim().clearFaults();
+    assert.equal(documented(await pending).renewed, 1);
+    assert.equal(sim().log[0]?.status, 200);
+  });
+
+  it('close() does not hang on a held request or on keep-alive connections', async () => {
+    const own = await startSimulator();
+    await request(`${own.url}/health`); // leaves a keep-alive connection open
+    own.inject({ kind: 'hang' });
+    const pending = extend(own, own.mint(), '{}');
+    await waitFor(() => own.log.length === 2, 'the held request');
+    const started = Date.now();
+    await own.close();
+    assert.ok(Date.now() - started < 1000);
+    await assert.rejects(pending);
+  });
+});
+
+describe('log and stats', () => {
+  const { sim } = useSimulator();
+
+  it('logs every broker request with its details, and not the control requests', async () => {
+    sim().resetLog();
+    const id = sim().mint();
+    await request(extendUrl(sim(), id), {
+      method: 'POST',
+      headers: { authorization: 'Bearer t', 'user-agent': 'queenctl-test/1' },
+      body: '{"seconds":5}',
+    });
+    await new SimulatorControl(sim().url).stats();
+    assert.deepEqual(sim().log, [
+      {
+        at: T0,
+        method: 'POST',
+        rawPath: `/api/v1/lease/${id}/extend`,
+        leaseId: id,
+        body: '{"seconds":5}',
+        authorization: 'Bearer t',
+        userAgent: 'queenctl-test/1',
+        status: 200,
+      },
+    ]);
+  });
+
+  it('keeps at most logLimit entries; 0 keeps none', async () => {
+    const two = await startSimulator({ logLimit: 2 });
+    const none = await startSimulator({ logLimit: 0 });
+    try {
+      for (const path of ['/a', '/b', '/c']) {
+        await request(`${two.url}${path}`);
+        await request(`${none.url}${path}`);
+      }
+      assert.deepEqual(two.log.map((entry) => entry.rawPath), ['/b', '/c']);
+      assert.equal(none.log.length, 0);
+    } finally {
+      await Promise.all([two.close(), none.close()]);
+    }
+  });
+
+  it('counts extend requests, renewed rows and lapses (each lease once)', async () => {
+    const own = fakeClock();
+    const sim = await startSimulator({ now: own.now });
+    try {
+      const lapsing = sim.mint({ seconds: 30 });
+      const renewed = sim.mint({ seconds: 30, partitions: 2 });
+      sim.release(sim.mint({ seconds: 30 })); // acked: never a lapse
+      await extend(sim, renewed, '{"seconds":60}');
+      own.advance(31 * S);
+      await extend(sim, lapsing, '{}');
+      await extend(sim, lapsing, '{}');
+      assert.deepEqual(sim.stats(), { extendRequests: 3, renewedRows: 2, lapses: 1 });
+      own.advance(30 * S);
+      assert.equal(sim.stats().lapses, 2, 'the renewed lease ran out too');
+      assert.equal(sim.stats().lapses, 2, 'counted once');
+    } finally {
+      await sim.close();
+    }
+  });
+});
+
+describe('control interface (/_sim/)', () => {
+  const { sim } = useSimulator();
+  const control = (): SimulatorControl => new SimulatorControl(sim().url);
+
+  it('mints, reads, expires and releases leases', async () => {
+    const id = await control().mint({ partitions: 2, tenant: 't', seconds: 45 });
+    const lease = await control().lease(id);
+    assert.deepEqual(lease, {
+      leaseId: id,
+      tenant: 't',
+      rows: [
+        { partition: 'p1', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
+        { partition: 'p2', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
+      ],
+    });
+    assert.equal(await control().expire(id), true);
+    assert.ok(expiries(sim(), id).every((at) => at < T0));
+    assert.equal(await control().release(id), true);
+    assert.equal(await control().lease(id), undefined);
+    assert.equal(await control().release(id), false);
+    assert.equal(await control().expire(id), false);
+  });
+
+  it('injects and clears faults, configures, and serves the log and stats', async () => {
+    await control().inject({ kind: 'status', status: 503 });
+    assert.equal((await extend(sim(), 'x', '{}')).status, 503);
+    await control().clearFaults();
+    await control().configure({ shape: 'array', clockOffsetMs: 5 * S, tokens: { tk: { role: 'admin' } } });
+    assert.equal(sim().brokerNow(), T0 + 5 * S);
+    const id = sim().mint();
+    assert.equal(arrayResult(await extend(sim(), id, '{}', 'tk')).success, true);
+    await control().configure({ tokens: null });
+    assert.equal((await extend(sim(), id, '{}')).status, 200, 'auth off again, shape kept');
+    await control().configure({ shape: 'documented', clockOffsetMs: 0 });
+    const log = await control().log();
+    assert.equal(log.at(-1)?.leaseId, id);
+    await control().resetLog();
+    assert.deepEqual(await control().log(), []);
+    const stats = await control().stats();
+    assert.ok(stats.extendRequests >= 3);
+  });
+
+  it('rejects bad input with 400 and unknown control paths with 404', async () => {
+    const post = (path: string, body: string): Promise<Answer> =>
+      request(`${sim().url}/_sim/${path}`, { method: 'POST', body });
+    assert.equal((await post('leases', '{"partitions":0}')).status, 400);
+    assert.equal((await post('leases', 'nope')).status, 400);
+    assert.equal((await post('faults', '{"kind":"explode"}')).status, 400);
+    assert.equal((await post('faults', '{"kind":"latency","ms":-1}')).status, 400);
+    assert.equal((await post('config', '{"shape":"xml"}')).status, 400);
+    assert.equal((await request(`${sim().url}/_sim/nothing`)).status, 404);
+  });
+});
+
+describe('transport', () => {
+  it('serves HTTPS with the given key pair', async () => {
+    const sim = await startSimulator({ tls: { key: TEST_KEY, cert: TEST_CERT } });
+    try {
+      assert.match(sim.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+      const status = await new Promise<number | undefined>((resolve, reject) => {
+        https
+          .get(`${sim.url}/health`, { ca: TEST_CERT, agent: false }, (res) => {
+            res.resume();
+            resolve(res.statusCode);
+          })
+          .on('error', reject);
+      });
+      assert.equal(status, 200);
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it('keeps up with 10,000 leases and hundreds of concurrent renewals', async () => {
+    const sim = await startSimulator({ logLimit: 0 });
+    try {
+      const ids = Array.from({ length: 10_000 }, () => sim.mint({ seconds: 30 }));
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < 500) {
+          const id = ids[(next++ * 7) % ids.length] ?? '';
+          assert.equal(documented(await extend(sim, id, '{"seconds":60}')).renewed, 1);
+        }
+      };
+      await Promise.all(Array.from({ length: 20 }, worker));
+      assert.equal(sim.stats().renewedRows, 500);
+    } finally {
+      await sim.close();
+    }
+  });
+});
+
+describe('main.ts (the simulator as its own process)', () => {
+  const main = new URL('./simulator/main.js', import.meta.url).pathname;
+
+  it('prints its URL as one JSON line, serves, and exits 0 on SIGTERM', async () => {
+    const child = spawn(process.execPath, [main, '--shape', 'array', '--token', 'tk=read-write:t1', '--no-log'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const line = await new Promise<string>((resolve) => child.stdout.once('data', (d: Buffer) => resolve(d.toString())));
+      assert.match(line, /^\{"url":"http:\/\/127\.0\.0\.1:\d+"\}\n$/);
+      const { url } = JSON.parse(line) as { url: string };
+      const control = new SimulatorControl(url);
+      const id = await control.mint({ tenant: 't1' });
+      const answer = await request(`${url}/api/v1/lease/${id}/extend`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer tk' },
+        body: '{}',
+      });
+      assert.equal((answer.json as ArrayResult[])[0]?.success, true);
+      assert.deepEqual(await control.log(), []);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    assert.equal(await exited, 0);
+  });
+
+  it('exits 1 with a message on stderr for a bad flag', async () => {
+    const child = spawn(process.execPath, [main, '--shape', 'xml'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    assert.equal(code, 1);
+    assert.match(stderr, /--shape must be documented or array/);
+  });
+});
+
+/** A self-signed P-256 pair for 127.0.0.1 and localhost, valid until 2126; for tests only. */
+const TEST_KEY = `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgaSqV1YjEoO+AFMbb
+wRjfiygG8h//M2QJ2Z6DeTWDudyhRANCAARFb7/pwHYlqUagh938+8F4zSUenLeT
+5Osk7WQAu/xNg6D9sPRP5oGSLvOr9vuITa5t33Kacu7Zd7zEh/MCArYn
+-----END PRIVATE KEY-----
+`;
+const TEST_CERT = `-----BEGIN CERTIFICATE-----
+MIIBtzCCAV2gAwIBAgIUafxtOkIreW+MDSVLDC1u0V7LR38wCgYIKoZIzj0EAwIw
+IjEgMB4GA1UEAwwXcXVlZW5jdGwtc2ltdWxhdG9yLXRlc3QwIBcNMjYxMjAyMTAy
+NzU1WhgPMjEyNjExMDgxMDI3NTVaMCIxIDAeBgNVBAMMF3F1ZWVuY3RsLXNpbXVs
+YXRvci10ZXN0MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAERW+/6cB2JalGoIfd
+/PvBeM0lHpy3k+TrJO1kALv8TYOg/bD0T+aBki7zq/b7iE2ubd9ymnLu2Xe8xIfz
+AgK2J6NvMG0wHQYDVR0OBBYEFOcXaPa9AYFeGBn8bMhwEWNO8jvQMB8GA1UdIwQY
+MBaAFOcXaPa9AYFeGBn8bMhwEWNO8jvQMA8GA1UdEwEB/wQFMAMBAf8wGgYDVR0R
+BBMwEYcEfwAAAYIJbG9jYWxob3N0MAoGCCqGSM49BAMCA0gAMEUCIF2BLwfFLJg8
+D6JfzseOHD+b1E6yRQeaeIpquB7MfuQpAiEA3os1sCDuKiO7R1XuldAw3hUBdlUB
+M/i0dwDZvly2SHc=
+-----END CERTIFICATE-----
+`;
