@@ -4,7 +4,7 @@
  * examples of each, so a run over thousands of ids stays small in memory.
  */
 import type { LeaseOutcome, RenewAllSummary } from '../commands/lease/renewAll.js';
-import { errorMessage, listSome, LOST_LEASE_ACTION, LOST_LEASE_MEANING } from './words.js';
+import { errorMessage, listSome, LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
 
 const EXAMPLES = 5;
 
@@ -32,7 +32,7 @@ export class RunReport {
   private readonly firstError = new Map<string, Error>();
   private readonly warnings = new Set<string>();
 
-  constructor(private readonly goodWord: 'renewed' | 'held') {}
+  constructor(private readonly failure: 'was not renewed' | 'is not held') {}
 
   add(outcome: LeaseOutcome): void {
     if ('error' in outcome) {
@@ -62,11 +62,11 @@ export class RunReport {
       const said = reason ? ` (broker said: ${reason})` : '';
       lines.push(
         group.count === 1
-          ? `queenctl: lease ${group.examples[0]} is not ${this.goodWord}${said}.\n`
-          : `queenctl: ${group.count} leases are not ${this.goodWord}${said}: ${some(group)}.\n`,
+          ? `queenctl: lease ${group.examples[0]} ${this.failure}${said}.\n`
+          : `queenctl: ${group.count} leases ${this.failure.replace(/^was/, 'were').replace(/^is/, 'are')}${said}: ${some(group)}.\n`,
       );
     }
-    if (notHeldCount > 0) lines.push(`  ${LOST_LEASE_MEANING}\n  ${LOST_LEASE_ACTION}\n`);
+    if (notHeldCount > 0) lines.push(`  ${lostLeaseMeaning(notHeldCount > 1)}\n  ${LOST_LEASE_ACTION}\n`);
     if (summary.inputError) lines.push(errorMessage(summary.inputError).replace(/\n/, '; no lease after it was sent\n'));
     if (summary.stoppedBy === 'auth') lines.push('queenctl: stopped at the first refusal: the remaining lease ids were not sent\n');
     if (summary.stoppedBy === 'signal') lines.push('queenctl: interrupted: the remaining lease ids were not sent\n');

@@ -5,11 +5,15 @@
 import { QueenctlError } from '../exit.js';
 
 /** Why renewed: 0 happens and what to do about it (lease-extend-route.md, "What a failed extension means"). */
-export const LOST_LEASE_MEANING =
-  'It expired, was released by an ack or nack, or belongs to another tenant (the broker makes these ' +
-  'look the same on purpose). The batch may already be redelivered to another worker.';
+export function lostLeaseMeaning(several: boolean): string {
+  return (
+    `${several ? 'Each' : 'It'} expired, was released by an ack or nack, or belongs to another tenant\n` +
+    '  (the broker makes these look the same on purpose); another worker may already have the batch.'
+  );
+}
 export const LOST_LEASE_ACTION =
-  'Stop work that is not idempotent and let the redelivery own the batch; do not ack without the lease id.';
+  'Stop work that is not idempotent and let the redelivery own the batch.\n' +
+  '  Do not ack without the lease id: that can move the cursor under the other worker.';
 
 export function listSome(items: readonly string[], max = 5): string {
   return items.length <= max ? items.join(', ') : `${items.slice(0, max).join(', ')} and ${items.length - max} more`;

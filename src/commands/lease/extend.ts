@@ -27,7 +27,7 @@ export function extendRecord(outcome: LeaseOutcome): ExtendRecord {
 }
 
 export const extendView: LeaseView<ExtendRecord> = {
-  goodWord: 'renewed',
+  failure: 'was not renewed',
   record: extendRecord,
   headers: (wide) => {
     const headers = ['LEASE ID', 'RENEWED', 'newExpiresAt', 'expiresAt', 'lease_expires_at', 'LEFT'];

@@ -47,7 +47,7 @@ export function inspectRecord(outcome: LeaseOutcome, nowMs: number): InspectReco
 }
 
 export const inspectView: LeaseView<InspectRecord> = {
-  goodWord: 'held',
+  failure: 'is not held',
   record: inspectRecord,
   headers: (wide) => {
     const headers = ['LEASE ID', 'LIVE', 'HELD', 'EXPIRES AT', 'REMAINING'];

@@ -27,8 +27,8 @@ export interface LeaseRunOptions {
 }
 
 export interface LeaseView<R extends object> {
-  /** 'renewed' for extend, 'held' for inspect: what a good outcome is called. */
-  goodWord: 'renewed' | 'held';
+  /** How a lease that is not held is reported: 'was not renewed' (extend), 'is not held' (inspect). */
+  failure: 'was not renewed' | 'is not held';
   record(outcome: LeaseOutcome, nowMs: number): R;
   headers(wide: boolean): string[];
   row(outcome: LeaseOutcome, wide: boolean, nowMs: number, style: Style): string[];
@@ -42,7 +42,7 @@ export async function runLeaseRequests<R extends object>(
   const { io, clock } = runtime;
   const { format } = options;
   const source = leaseIdSource(options.leaseIds, io.stdin);
-  const report = new RunReport(view.goodWord);
+  const report = new RunReport(view.failure);
   const codes = new Set<ExitCode>();
   const sink = format === 'json' || format === 'ndjson' || format === 'yaml' ? await recordSink<R>(io.stdout, format, source.single) : null;
   const wide = format === 'wide';
