@@ -2,6 +2,7 @@
  * The process boundary: argv, streams, signals and the exit code. Everything below takes
  * them as parameters (commands/globals.ts builds the Runtime).
  */
+import { setMaxListeners } from 'node:events';
 import { Command, CommanderError } from 'commander';
 import { leaseCommand } from './commands/lease/index.js';
 import { globalContext, addGlobalOptions } from './commands/globals.js';
@@ -11,6 +12,8 @@ import { VERSION } from './version.js';
 
 export async function main(argv: string[]): Promise<void> {
   const controller = new AbortController();
+  // Every request in flight listens to this one signal; a bulk run has many by design.
+  setMaxListeners(0, controller.signal);
   let signalled: NodeJS.Signals | null = null;
   const onSignal = (signal: NodeJS.Signals): void => {
     // A second signal means "now": the first one is still finishing in-flight requests.

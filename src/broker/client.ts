@@ -70,8 +70,7 @@ export class BrokerClient {
 
   private async post(path: string, body: string, options: RequestOptions): Promise<RawAnswer> {
     const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
-    const deadline = AbortSignal.timeout(Math.max(1, timeoutMs));
-    const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
+    const { signal, deadline, release } = requestSignal(timeoutMs, options.signal);
     const trace = this.options.trace;
     const startedAt = performance.now();
     const took = (): string => `${Math.round(performance.now() - startedAt)}ms`;
@@ -95,8 +94,35 @@ export class BrokerClient {
         throw new BrokerError(`no answer from ${this.server} within ${formatMs(timeoutMs)}`, true, 'raise --timeout, or check the broker and its database');
       }
       throw transportError(error, this.server);
+    } finally {
+      release();
     }
   }
+}
+
+/**
+ * One request's signal: the caller's (a signal, a watch stopping) or its own deadline. Not
+ * AbortSignal.timeout/any: their timers and listeners outlive the request, and thousands of ids
+ * in flight would hold memory for the whole timeout.
+ */
+function requestSignal(timeoutMs: number, outer: AbortSignal | undefined): { signal: AbortSignal; deadline: AbortSignal; release: () => void } {
+  const controller = new AbortController();
+  const deadline = new AbortController();
+  const onOuterAbort = (): void => controller.abort(outer?.reason);
+  const timer = setTimeout(() => {
+    deadline.abort();
+    controller.abort(new Error('deadline'));
+  }, Math.max(1, timeoutMs));
+  if (outer?.aborted) onOuterAbort();
+  else outer?.addEventListener('abort', onOuterAbort, { once: true });
+  return {
+    signal: controller.signal,
+    deadline: deadline.signal,
+    release: () => {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', onOuterAbort);
+    },
+  };
 }
 
 /**

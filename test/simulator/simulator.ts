@@ -117,6 +117,8 @@ export interface SimulatorStats {
   extendRequests: number;
   renewedRows: number;
   lapses: number;
+  /** The least time any row had left at the moment it was renewed (ms), null before any renewal. */
+  minMarginMs: number | null;
 }
 
 export interface SimulatorConfig {
@@ -548,7 +550,7 @@ class BrokerSimulator implements Simulator {
   private readonly closing = new AbortController();
   private closed: Promise<void> | undefined;
   private entries: LogEntry[] = [];
-  private readonly counters: SimulatorStats = { extendRequests: 0, renewedRows: 0, lapses: 0 };
+  private readonly counters: SimulatorStats = { extendRequests: 0, renewedRows: 0, lapses: 0, minMarginMs: null };
 
   private shape: Shape;
   private tokens: Map<string, TokenGrant> | null;
@@ -719,6 +721,8 @@ class BrokerSimulator implements Simulator {
     let earliest: number | null = null;
     for (const row of lease.rows) {
       if (row.expiresAt <= now) continue;
+      const margin = row.expiresAt - now;
+      if (this.counters.minMarginMs === null || margin < this.counters.minMarginMs) this.counters.minMarginMs = margin;
       row.expiresAt = Math.max(row.expiresAt, target);
       renewed++;
       earliest = earliest === null ? row.expiresAt : Math.min(earliest, row.expiresAt);
