@@ -3,7 +3,12 @@
  * run, a deadline per request, and strict parsing through contract.ts. Transport failures
  * become BrokerErrors here, so commands never see sockets or status numbers.
  */
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+// The Agent and its request API alone, not undici's index: the index also loads fetch,
+// websockets, caches and mocks, ~60 ms of start-up per invocation that a lease command never
+// uses (see undici-agent.d.ts). The index attaches the API to Dispatcher.prototype; we call it.
+import Agent from 'undici/lib/dispatcher/agent.js';
+import undiciRequest from 'undici/lib/api/api-request.js';
 import { BrokerError } from '../exit.js';
 import { excerpt, parseRenewal, type RawAnswer, type Renewal } from './contract.js';
 
@@ -76,7 +81,7 @@ export class BrokerClient {
     const took = (): string => `${Math.round(performance.now() - startedAt)}ms`;
     trace?.(`POST ${this.origin}${this.basePath}${path} ${body}${this.options.token ? ' (authorization: Bearer [redacted])' : ''}`);
     try {
-      const response = await this.agent.request({
+      const response = await undiciRequest.call(this.agent, {
         origin: this.origin,
         path: this.basePath + path,
         method: 'POST',
