@@ -29,9 +29,9 @@ const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
 /** setTimeout's ceiling: a longer timer would fire at once. */
 const MAX_DURATION_MS = 2_147_483_647;
 
-/** Durations: `250ms`, `30s`, `2m`, `1h`, or a bare number of seconds (contract). */
+/** Durations: `250ms`, `30s`, `2m`, `1h`, or a bare number of seconds (contract), nothing else. */
 export function parseDuration(text: string, flag: string): number {
-  const match = DURATION.exec(text.trim());
+  const match = DURATION.exec(text);
   const unit = (match?.[2] ?? 's') as keyof typeof UNIT_MS;
   const ms = match ? Math.round(Number(match[1]) * UNIT_MS[unit]) : Number.NaN;
   if (!Number.isFinite(ms) || ms < 1 || ms > MAX_DURATION_MS) {
@@ -58,12 +58,25 @@ export function formatDuration(ms: number): string {
 // hide what is being renewed.
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+/** Half a surrogate pair: not text, and encodeURIComponent throws on it. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Rejects ids no broker could have minted; anything else travels percent-encoded as given. */
 export function checkLeaseId(leaseId: string, where = 'lease id'): string {
   if (leaseId.trim() === '') throw new UsageError(`${where} is empty`, 'give the leaseId the pop returned');
   if (CONTROL.test(leaseId)) {
     throw new UsageError(`${where} ${JSON.stringify(leaseId.slice(0, 80))} holds control characters`);
+  }
+  // No encoding makes these one plain segment: %2E is the same unreserved "." (RFC 3986 2.3),
+  // and URL parsers and proxies resolve it as a dot segment, i.e. another route.
+  if (leaseId === '.' || leaseId === '..') {
+    throw new UsageError(
+      `${where} ${JSON.stringify(leaseId)} cannot be sent: in a URL path it means ${leaseId === '.' ? 'this route' : 'the route above'}, even percent-encoded`,
+      'lease ids are the leaseId a pop returned',
+    );
+  }
+  if (LONE_SURROGATE.test(leaseId)) {
+    throw new UsageError(`${where} ${JSON.stringify(leaseId.slice(0, 80))} is not valid Unicode text`);
   }
   if (leaseId.length > MAX_LEASE_ID_LENGTH) {
     throw new UsageError(
@@ -79,10 +92,16 @@ export interface LeaseIdSource {
   ids: AsyncIterable<string>;
   /** One id given as an argument prints one object; several, or `-`, print a list. */
   single: boolean;
+  /**
+   * Stops reading standard input: a run that stopped early (a signal, a refusal) must not
+   * wait for a producer that may never write again, nor keep the process alive for it.
+   */
+  cancel(): void;
 }
 
 export interface StdinLike extends AsyncIterable<Buffer | string> {
   isTTY?: boolean;
+  destroy?(): unknown;
 }
 
 /**
@@ -97,8 +116,13 @@ export function leaseIdSource(args: readonly string[], stdin: StdinLike): LeaseI
   if (readsStdin && stdin.isTTY) {
     throw new UsageError('- reads lease ids from standard input, but it is a terminal', 'pipe them in: cat ids.txt | queenctl lease extend -');
   }
+  let cancelled = false;
   return {
     single: args.length === 1 && !readsStdin,
+    cancel: () => {
+      cancelled = true;
+      if (readsStdin) stdin.destroy?.();
+    },
     ids: (async function* () {
       for (const arg of args) {
         if (arg !== '-') {
@@ -106,9 +130,16 @@ export function leaseIdSource(args: readonly string[], stdin: StdinLike): LeaseI
           continue;
         }
         let count = 0;
-        for await (const leaseId of splitWhitespace(stdin)) {
-          count++;
-          yield checkLeaseId(leaseId, `lease id #${count} on standard input`);
+        try {
+          for await (const leaseId of splitWhitespace(stdin)) {
+            count++;
+            yield checkLeaseId(leaseId, `lease id #${count} on standard input`);
+          }
+        } catch (error) {
+          if (error instanceof UsageError || cancelled) throw error;
+          // EIO, EISDIR and the like: the input is unusable, which is the user's to fix.
+          const code = (error as NodeJS.ErrnoException)?.code;
+          throw new UsageError(`cannot read lease ids from standard input: ${code ?? (error as Error)?.message ?? String(error)}`);
         }
         if (count === 0) throw new UsageError('no lease ids on standard input', 'separate ids by spaces or newlines');
       }

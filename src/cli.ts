@@ -27,6 +27,9 @@ export async function main(argv: string[]): Promise<void> {
     if (error.code === 'EPIPE') process.exit(128 + 13);
     throw error;
   });
+  // Diagnostics that nobody can read any more must not change the outcome: unhandled, a closed
+  // stderr would crash with status 1 ("nothing was sent") after a lease was renewed or lost.
+  process.stderr.on('error', () => {});
 
   const ports = {
     env: process.env,

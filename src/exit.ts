@@ -72,11 +72,12 @@ export function combineExitCodes(codes: Iterable<ExitCode>): ExitCode {
 }
 
 /**
- * The status of a run over several leases: a signal first, then 3 and 2; a bad id read from
- * standard input (after some leases were sent) ranks before 4, since it is not about a lease.
+ * The status of a run over several leases: a signal first, then 3, 2, 4 as the contract ranks
+ * them. A bad id read from standard input (after some leases were sent) only replaces 0: a
+ * lease found lost must never hide behind "usage error".
  */
 export function runExitCode(codes: ReadonlySet<ExitCode>): ExitCode {
   if (codes.has(ExitCode.Interrupted)) return ExitCode.Interrupted;
   const outcome = combineExitCodes(codes);
-  return codes.has(ExitCode.Usage) && (outcome === ExitCode.NotHeld || outcome === ExitCode.Ok) ? ExitCode.Usage : outcome;
+  return codes.has(ExitCode.Usage) && outcome === ExitCode.Ok ? ExitCode.Usage : outcome;
 }

@@ -6,8 +6,11 @@ import type { StdinLike } from './args.js';
 
 export interface OutputStream {
   write(chunk: string): boolean;
-  once?(event: 'drain', listener: () => void): unknown;
+  once?(event: 'drain' | 'close', listener: () => void): unknown;
+  off?(event: 'drain' | 'close', listener: () => void): unknown;
   isTTY?: boolean;
+  /** A stream that is closed never drains: writing to it must not wait. */
+  destroyed?: boolean;
 }
 
 export interface IO {
@@ -24,7 +27,14 @@ export interface IO {
 
 /** Writes, and waits when the stream asks for it, so streaming output keeps memory flat. */
 export async function write(stream: OutputStream, text: string): Promise<void> {
-  if (!stream.write(text) && stream.once) {
-    await new Promise<void>((resolve) => stream.once?.('drain', resolve));
-  }
+  if (stream.write(text) || !stream.once || stream.destroyed) return;
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      stream.off?.('drain', done);
+      stream.off?.('close', done);
+      resolve();
+    };
+    stream.once?.('drain', done);
+    stream.once?.('close', done);
+  });
 }

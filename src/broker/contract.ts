@@ -124,9 +124,15 @@ function outsideContract(what: string, body: string): BrokerError {
   );
 }
 
+/**
+ * An ISO-8601 instant as both brokers write it (route document: microseconds; BROKER-FACTS.md:
+ * milliseconds), with a zone. Date.parse alone would take "1" or "July 4" for a date.
+ */
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
+
 function timestamp(value: unknown, key: string, body: string): number | null {
   if (value === null) return null;
-  const ms = typeof value === 'string' ? Date.parse(value) : Number.NaN;
+  const ms = typeof value === 'string' && ISO_INSTANT.test(value) ? Date.parse(value) : Number.NaN;
   if (!Number.isFinite(ms)) throw outsideContract(`${key} is not a timestamp or null`, body);
   return ms;
 }

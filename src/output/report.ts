@@ -31,17 +31,31 @@ export class RunReport {
   private readonly errors = new Map<string, Group>();
   private readonly firstError = new Map<string, Error>();
   private readonly warnings = new Set<string>();
+  /** What was done, for a run that stops early: held, not held, unknown (no answer or an error). */
+  private readonly counts = { held: 0, notHeld: 0, failed: 0 };
 
   constructor(private readonly failure: 'was not renewed' | 'is not held') {}
 
   add(outcome: LeaseOutcome): void {
     if ('error' in outcome) {
+      this.counts.failed++;
       const key = outcome.error.message;
       addTo(this.errors, key, outcome.leaseId);
       if (!this.firstError.has(key)) this.firstError.set(key, outcome.error);
     } else if (outcome.renewal.result.renewed === 0) {
+      this.counts.notHeld++;
       addTo(this.notHeld, outcome.renewal.reason ?? '', outcome.leaseId);
+    } else {
+      this.counts.held++;
     }
+  }
+
+  /** `after 98 lease ids: 80 renewed, 2 not renewed, 16 unknown` (inspect: live, not held). */
+  private done(): string {
+    const { held, notHeld, failed } = this.counts;
+    const [yes, no] = this.failure === 'was not renewed' ? ['renewed', 'not renewed'] : ['live', 'not held'];
+    const tried = held + notHeld + failed;
+    return `after ${tried} lease ${tried === 1 ? 'id' : 'ids'}: ${held} ${yes}, ${notHeld} ${no}, ${failed} unknown`;
   }
 
   warn(text: string): void {
@@ -67,9 +81,13 @@ export class RunReport {
       );
     }
     if (notHeldCount > 0) lines.push(`  ${lostLeaseMeaning(notHeldCount > 1)}\n  ${LOST_LEASE_ACTION}\n`);
-    if (summary.inputError) lines.push(errorMessage(summary.inputError).replace(/\n/, '; no lease after it was sent\n'));
+    if (summary.inputError) {
+      const { held, notHeld, failed } = this.counts;
+      const sent = held + notHeld + failed > 0 ? '; no lease id after it was sent' : '; nothing was sent';
+      lines.push(errorMessage(summary.inputError).replace(/\n/, `${sent}\n`));
+    }
     if (summary.stoppedBy === 'auth') lines.push('queenctl: stopped at the first refusal: the remaining lease ids were not sent\n');
-    if (summary.stoppedBy === 'signal') lines.push('queenctl: interrupted: the remaining lease ids were not sent\n');
+    if (summary.stoppedBy === 'signal') lines.push(`queenctl: interrupted ${this.done()}; the remaining lease ids were not sent\n`);
     return lines.join('');
   }
 }

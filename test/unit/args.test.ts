@@ -39,7 +39,7 @@ describe('lease ids', () => {
   for (const bad of ['', '   ', 'a\u0000b', 'line\nbreak', 'bell\u0007', 'x'.repeat(10_000)]) {
     it(`rejects ${JSON.stringify(bad.slice(0, 12))} (length ${bad.length})`, () => assert.throws(() => checkLeaseId(bad), UsageError));
   }
-  for (const odd of ['a/b', 'a?b#c', '%2F', '..', 'has space', 'ünïcode']) {
+  for (const odd of ['a/b', 'a?b#c', '%2F', '..x', 'has space', 'ünïcode']) {
     it(`accepts ${JSON.stringify(odd)}: it travels percent-encoded`, () => assert.equal(checkLeaseId(odd), odd));
   }
 

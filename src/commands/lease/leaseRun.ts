@@ -48,6 +48,7 @@ export async function runLeaseRequests<R extends object>(
   const wide = format === 'wide';
   const style = await loadStyle(io.color && (format === 'table' || wide));
   const rows: string[][] = [];
+  let printed = 0;
 
   const summary = await renewAll(
     source,
@@ -70,6 +71,7 @@ export async function runLeaseRequests<R extends object>(
       }
       // A single lease that failed prints nothing on stdout: nothing there may look like success.
       if (source.single && 'error' in outcome) return;
+      printed++;
       if (sink) await sink.add(view.record(outcome, clock.now()));
       else if (format) rows.push(view.row(outcome, wide, clock.now(), style));
     },
@@ -77,11 +79,15 @@ export async function runLeaseRequests<R extends object>(
   if (summary.inputError) codes.add(ExitCode.Usage);
   if (summary.stoppedBy === 'signal') codes.add(ExitCode.Interrupted);
 
-  await sink?.end();
+  // Stopped before any lease had a record (a bad first id on standard input, a signal): stdout
+  // stays empty. An empty `[]` would read as "nothing failed" to `jq 'all(.renewed > 0)'`.
+  if (printed > 0) await sink?.end();
   if (rows.length > 0) {
     await write(io.stdout, await renderTable({ headers: view.headers(wide), rows, noHeaders: options.noHeaders }));
   }
   const notes = report.render(summary, source.single);
-  if (notes) await write(io.stderr, notes);
+  // Not awaited for 'drain': a stderr nobody reads any more never drains, and the exit code
+  // must still come out (the notes are a few lines; the process flushes them before it exits).
+  if (notes) io.stderr.write(notes);
   return runExitCode(codes);
 }

@@ -65,6 +65,12 @@ async function renewOne(leaseId: string, options: RenewAllOptions, context: Rene
   }
 }
 
+type Step =
+  | { kind: 'id'; next: IteratorResult<string> }
+  | { kind: 'input-error'; error: unknown }
+  | { kind: 'answered' }
+  | { kind: 'aborted' };
+
 export async function renewAll(
   source: LeaseIdSource,
   options: RenewAllOptions,
@@ -74,31 +80,65 @@ export async function renewAll(
   const ids = source.ids[Symbol.asyncIterator]();
   const inFlight: Promise<LeaseOutcome>[] = [];
   const summary: RenewAllSummary = { stoppedBy: null, inputError: null };
+  const { signal } = context;
   let exhausted = false;
+  /** A read of the next id still waiting for standard input. */
+  let reading: Promise<Step> | null = null;
+  // Wakes the current wait on a signal. (Racing one long-lived promise instead would keep a
+  // reaction per lease id alive on it for the whole run.)
+  let wake: ((step: Step) => void) | null = null;
+  const onAbort = (): void => wake?.({ kind: 'aborted' });
+  signal.addEventListener('abort', onAbort, { once: true });
   const stopIssuing = (): boolean => {
-    if (context.signal.aborted) summary.stoppedBy ??= 'signal';
+    if (signal.aborted) summary.stoppedBy ??= 'signal';
     return summary.stoppedBy !== null || summary.inputError !== null;
   };
 
-  for (;;) {
-    while (!exhausted && !stopIssuing() && inFlight.length < options.concurrency) {
-      let next: IteratorResult<string>;
-      try {
-        next = await ids.next();
-      } catch (error) {
-        if (!(error instanceof UsageError)) throw error;
-        summary.inputError = error;
-        break;
+  try {
+    for (;;) {
+      if (!exhausted && !stopIssuing() && inFlight.length < options.concurrency) {
+        // Standard input may be slow (a producer still working) or never end: wait for the next
+        // id, but hand on answers meanwhile and stop at once on a signal.
+        reading ??= ids.next().then(
+          (next): Step => ({ kind: 'id', next }),
+          (error: unknown): Step => ({ kind: 'input-error', error }),
+        );
+        const pending = reading;
+        const head = inFlight[0];
+        const step = await new Promise<Step>((resolve) => {
+          wake = resolve;
+          void pending.then(resolve);
+          const answered = (): void => resolve({ kind: 'answered' });
+          // A rejection is awaited (and thrown) below, where the head is handed on.
+          void head?.then(answered, answered);
+          if (signal.aborted) resolve({ kind: 'aborted' });
+        });
+        wake = null;
+        if (step.kind === 'id') {
+          reading = null;
+          if (step.next.done) exhausted = true;
+          else inFlight.push(renewOne(step.next.value, options, context));
+          continue;
+        }
+        if (step.kind === 'input-error') {
+          reading = null;
+          if (!(step.error instanceof UsageError)) throw step.error;
+          summary.inputError = step.error;
+          continue;
+        }
+        if (step.kind === 'aborted') continue;
       }
-      if (next.done) exhausted = true;
-      else inFlight.push(renewOne(next.value, options, context));
+      const head = inFlight.shift();
+      if (!head) break;
+      const outcome = await head;
+      // A refused token is refused for every lease: sending the rest would only repeat it.
+      if ('error' in outcome && outcome.error instanceof AuthError) summary.stoppedBy ??= 'auth';
+      await onOutcome(outcome);
     }
-    const head = inFlight.shift();
-    if (!head) break;
-    const outcome = await head;
-    // A refused token is refused for every lease: sending the rest would only repeat it.
-    if ('error' in outcome && outcome.error instanceof AuthError) summary.stoppedBy ??= 'auth';
-    await onOutcome(outcome);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    // Stopped while waiting for input: nobody will read the rest of it.
+    if (reading) source.cancel();
   }
   return summary;
 }

@@ -1,0 +1,155 @@
+/**
+ * What the reliability suite shares: running queenctl as a process, and the checks every
+ * failure must pass (its exit code, one line of reason on stderr, no stack trace, nothing on
+ * stdout a script could take for success).
+ *
+ * queenctl runs as a process through entry.ts: main() of the compiled sources, whatever the
+ * published bin loads.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import type { StdinLike } from '../../src/args.js';
+import { BrokerClient } from '../../src/broker/client.js';
+import { DEFAULT_RETRY } from '../../src/broker/retry.js';
+import { systemClock, type Clock } from '../../src/clock.js';
+import { runExtend } from '../../src/commands/lease/extend.js';
+import { runInspect } from '../../src/commands/lease/inspect.js';
+import type { OutputFormat } from '../../src/output/format.js';
+import { cleanEnv, type CliResult } from '../support/cli.js';
+import { bufferIO } from '../support/fakes.js';
+
+export const ENTRY = fileURLToPath(new URL('./entry.js', import.meta.url));
+
+export interface RunOptions {
+  stdin?: string;
+  env?: Record<string, string | undefined>;
+  /** Kill after this long: a hanging queenctl fails its test, never the suite. */
+  timeoutMs?: number;
+}
+
+export interface RunResult extends CliResult {
+  /** True when the kill timer had to end it. */
+  killed: boolean;
+}
+
+/** Starts queenctl with piped streams; the caller drives stdin and signals. */
+export function startQueenctl(args: string[], env: Record<string, string | undefined> = {}): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, [ENTRY, ...args], { env: cleanEnv(env), stdio: 'pipe' });
+}
+
+/** Collects a started queenctl's output until it ends (or the kill timer ends it). */
+export function finished(child: ChildProcessWithoutNullStreams, timeoutMs = 15_000): Promise<RunResult> & { stdoutSoFar(): string } {
+  let stdout = '';
+  let stderr = '';
+  let killed = false;
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  child.stdin.on('error', () => {
+    // queenctl may end before reading all of stdin; that is its right.
+  });
+  const timer = setTimeout(() => {
+    killed = true;
+    child.kill('SIGKILL');
+  }, timeoutMs);
+  const done = new Promise<RunResult>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr, killed });
+    });
+  });
+  return Object.assign(done, { stdoutSoFar: () => stdout });
+}
+
+export function runQueenctl(args: string[], options: RunOptions = {}): Promise<RunResult> {
+  const child = startQueenctl(args, options.env);
+  const result = finished(child, options.timeoutMs);
+  child.stdin.end(options.stdin ?? '');
+  return result;
+}
+
+/** A loopback port nothing listens on: bound, then released. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+/** Neither a JavaScript stack nor Node's own crash report. */
+export function assertNoStackTrace(stderr: string): void {
+  assert.doesNotMatch(stderr, /^\s+at \S.*(:\d+:\d+\)?|<anonymous>\)?)$/m, `a stack trace on stderr:\n${stderr}`);
+  assert.doesNotMatch(stderr, /node:internal|Node\.js v\d|Uncaught|internal error|Error \[ERR_|\w+Error: /, `a crash report on stderr:\n${stderr}`);
+}
+
+/**
+ * One line that says what happened, `queenctl: ...`, and at most one indented hint under it.
+ * (Runs with --retries 0, so no retry notices come before it.)
+ */
+export function assertOneLineReason(stderr: string, reason: RegExp): void {
+  assertNoStackTrace(stderr);
+  const lines = stderr.replace(/\n$/, '').split('\n');
+  assert.ok(lines.length >= 1 && lines.length <= 2, `one reason and at most one hint, got:\n${stderr}`);
+  assert.match(lines[0] ?? '', /^queenctl: \S/, `the reason starts with "queenctl: ":\n${stderr}`);
+  assert.match(lines[0] ?? '', reason);
+  if (lines[1] !== undefined) assert.match(lines[1], /^ {2}\S/, `the hint is indented under the reason:\n${stderr}`);
+}
+
+/** Records of a json/ndjson stdout, whichever it is. */
+export function records(stdout: string): Array<Record<string, unknown>> {
+  const text = stdout.trim();
+  if (text === '') return [];
+  if (text.startsWith('[')) return JSON.parse(text) as Array<Record<string, unknown>>;
+  return text.split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+export function describeResult(result: Pick<CliResult, 'stdout' | 'stderr'> & { code: number | null }): string {
+  return `exit ${result.code}\n--- stdout\n${result.stdout.slice(0, 2000)}\n--- stderr\n${result.stderr.slice(0, 2000)}`;
+}
+
+/** What a verb run in this process leaves: its exit code and its two streams. */
+export interface VerbResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface VerbRunOptions {
+  retries?: number;
+  timeoutMs?: number;
+  format?: OutputFormat;
+  stdin?: string | null | StdinLike;
+  /** Retry backoff waits on this clock (default: real time). */
+  clock?: Clock;
+  signal?: AbortSignal;
+  concurrency?: number;
+}
+
+/**
+ * Runs `extend` or `inspect` in this process, the way globals.ts wires them: the real broker
+ * client over loopback, buffers for the streams. The fault matrix runs here (a process per row
+ * would cost half a second each); a subset also runs as a process (faults.test.ts).
+ */
+export async function runVerb(verb: 'extend' | 'inspect', leaseIds: string[], server: string, options: VerbRunOptions = {}): Promise<VerbResult> {
+  const { stdin = null } = options;
+  const io = typeof stdin === 'string' || stdin === null ? bufferIO({ stdin }) : { ...bufferIO(), stdin };
+  const client = new BrokerClient({ server, timeoutMs: options.timeoutMs ?? 10_000, userAgent: 'queenctl/test', connections: options.concurrency ?? 16 });
+  const runtime = { io, client, clock: options.clock ?? systemClock, signal: options.signal ?? new AbortController().signal };
+  const common = {
+    leaseIds,
+    retry: { ...DEFAULT_RETRY, retries: options.retries ?? 0 },
+    concurrency: options.concurrency ?? 16,
+    format: options.format ?? 'json',
+    noHeaders: false,
+  };
+  try {
+    const code = verb === 'extend' ? await runExtend({ ...common, seconds: 60 }, runtime) : await runInspect(common, runtime);
+    return { code, stdout: io.stdout.text, stderr: io.stderr.text };
+  } finally {
+    await client.close();
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * queenctl as a process among others: a reader that goes away (`| head -1`), a stderr nobody
+ * reads, and SIGINT/SIGTERM in the middle of a bulk run or while standard input is still open.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { startSimulator, type Simulator } from '../simulator/simulator.js';
+import { cleanEnv } from '../support/cli.js';
+import { assertNoStackTrace, describeResult, ENTRY, finished, records, startQueenctl } from './harness.js';
+
+const BULK = 3_000;
+/** queenctl's default --concurrency. */
+const CONCURRENCY = 16;
+
+let sim: Simulator;
+let ids: string[];
+let idsFile: string;
+
+before(async () => {
+  // Each request the simulator delays listens to its closing signal; thousands do, by design.
+  setMaxListeners(0);
+  sim = await startSimulator({ logLimit: 20_000 });
+  ids = Array.from({ length: BULK }, () => sim.mint({ seconds: 600 }));
+  idsFile = join(tmpdir(), `queenctl-reliability-ids-${process.pid}.txt`);
+  writeFileSync(idsFile, `${ids.join('\n')}\n`);
+});
+after(() => sim.close());
+beforeEach(() => {
+  sim.clearFaults();
+  sim.resetLog();
+});
+
+async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await delay(10);
+  }
+}
+
+/** Runs a shell pipeline; returns its stdout, stderr and exit status. */
+function shell(script: string, timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-c', script], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('a reader that goes away', () => {
+  for (const [verb, format] of [['extend', 'ndjson'], ['inspect', 'ndjson'], ['extend', 'json']] as const) {
+    it(`lease ${verb} - -o ${format} | head -1: ends quietly and stops sending`, async () => {
+      // Slow enough that all 3000 would take seconds: the run must end long before.
+      sim.inject({ kind: 'latency', ms: 20 });
+      const command = `node ${JSON.stringify(ENTRY)} lease ${verb} - -o ${format} --server ${sim.url} < ${JSON.stringify(idsFile)}`;
+      const result = await shell(`${command} | head -1; echo "queenctl exit: \${PIPESTATUS[0]}" >&2`);
+      assert.equal(result.code, 0, describeResult(result));
+      const line = result.stdout.replace(/\n$/, '');
+      assert.ok(!line.includes('\n'), `one line:\n${result.stdout}`);
+      if (format === 'ndjson') assert.equal(JSON.parse(line).leaseId, ids[0]);
+      else assert.equal(line, '[');
+      // Nothing but the status line: no EPIPE, no stack, no report of what was not sent.
+      assert.match(result.stderr, /^queenctl exit: (0|141)\n$/, result.stderr);
+      assert.ok(sim.log.length < BULK, `stopped sending once nobody read (${sim.log.length} of ${BULK} sent)`);
+    });
+  }
+});
+
+describe('a stderr nobody reads', () => {
+  it('does not change the exit code: a lost lease still exits 4, not 1', async () => {
+    const child = startQueenctl(['lease', 'extend', 'gone-1', 'gone-2', '--server', sim.url, '-o', 'json']);
+    child.stderr.destroy();
+    const result = finished(child);
+    child.stdin.end();
+    const { code, stdout } = await result;
+    assert.equal(code, 4);
+    assert.deepEqual(records(stdout).map((record) => record.renewed), [0, 0]);
+  });
+
+  it('does not change the exit code of a broker error either: 2', async () => {
+    sim.inject({ kind: 'status', status: 500, body: '{"error":"renew failed: x"}' });
+    const child = startQueenctl(['lease', 'inspect', 'x', '--server', sim.url]);
+    child.stderr.destroy();
+    const result = finished(child);
+    child.stdin.end();
+    assert.equal((await result).code, 2);
+  });
+});
+
+interface Interruption {
+  verb: 'extend' | 'inspect';
+  signal: 'SIGINT' | 'SIGTERM';
+  code: number;
+}
+
+describe('a signal in the middle of a bulk run', () => {
+  const cases: Interruption[] = [
+    { verb: 'extend', signal: 'SIGINT', code: 130 },
+    { verb: 'extend', signal: 'SIGTERM', code: 143 },
+    { verb: 'inspect', signal: 'SIGINT', code: 130 },
+  ];
+  for (const { verb, signal, code } of cases) {
+    it(`lease ${verb} over ${BULK} ids, ${signal}: stops issuing, reports what was done, exits ${code}`, async () => {
+      sim.inject({ kind: 'latency', ms: 100 });
+      const child = startQueenctl(['lease', verb, '-', '-o', 'ndjson', '--server', sim.url]);
+      const result = finished(child);
+      child.stdin.end(`${ids.join('\n')}\n`);
+      await until(() => sim.log.length >= 3 * CONCURRENCY, 'requests in flight');
+      const sentAtSignal = sim.log.length;
+      child.kill(signal);
+      const { code: exitCode, stdout, stderr, killed } = await result;
+      const sentAtExit = sim.log.length;
+      assert.equal(killed, false, 'ended by itself');
+      assert.equal(exitCode, code, describeResult({ code: exitCode, stdout, stderr }));
+      assertNoStackTrace(stderr);
+
+      await delay(300);
+      assert.equal(sim.log.length, sentAtExit, 'no request after it ended');
+      // In flight at the signal, plus what the answers of one turn of its loop let it issue.
+      assert.ok(sentAtExit <= sentAtSignal + 4 * CONCURRENCY, `stopped issuing: ${sentAtSignal} sent at the signal, ${sentAtExit} at the end`);
+      assert.ok(sentAtExit < BULK);
+
+      // What was done is on stdout: a record per lease id it tried, in input order.
+      const printed = records(stdout);
+      assert.deepEqual(printed.map((record) => record.leaseId), ids.slice(0, printed.length));
+      const logged = new Set(sim.log.map((entry) => entry.leaseId));
+      for (const leaseId of logged) assert.ok(printed.some((record) => record.leaseId === leaseId), `${leaseId} was sent, so it has a record`);
+      const done = printed.filter((record) => (verb === 'extend' ? record.renewed === 1 : record.live === true)).length;
+      const unanswered = printed.filter((record) => record.error === 'interrupted before the broker answered').length;
+      assert.equal(done + unanswered, printed.length, 'every record is either done or said to be unanswered');
+      assert.ok(done > 0 && unanswered > 0);
+
+      // ... and summed up on stderr.
+      const [yes, no] = verb === 'extend' ? ['renewed', 'not renewed'] : ['live', 'not held'];
+      assert.match(
+        stderr,
+        new RegExp(`^queenctl: interrupted after ${printed.length} lease ids: ${done} ${yes}, 0 ${no}, ${unanswered} unknown; the remaining lease ids were not sent$`, 'm'),
+      );
+    });
+  }
+});
+
+describe('a signal while standard input is still open', () => {
+  it('streams each answer as it comes, then SIGINT ends the run without waiting for more input: exit 130', async () => {
+    const child = startQueenctl(['lease', 'extend', '-', '-o', 'ndjson', '--server', sim.url]);
+    const result = finished(child);
+    // A producer that wrote three ids and is still working on the rest.
+    child.stdin.write(`${ids.slice(0, 3).join('\n')}\n`);
+    await until(() => result.stdoutSoFar().split('\n').length > 3, 'three records on stdout before the input ends');
+    child.kill('SIGINT');
+    const { code, stdout, stderr, killed } = await result;
+    assert.equal(killed, false, 'ended without its standard input ending');
+    assert.equal(code, 130, describeResult({ code, stdout, stderr }));
+    assert.deepEqual(records(stdout).map((record) => record.renewed), [1, 1, 1]);
+    assert.match(stderr, /^queenctl: interrupted after 3 lease ids: 3 renewed, 0 not renewed, 0 unknown; the remaining lease ids were not sent$/m);
+    assertNoStackTrace(stderr);
+  });
+});
