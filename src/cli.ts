@@ -4,6 +4,8 @@
  */
 import { setMaxListeners } from 'node:events';
 import { Command, CommanderError } from 'commander';
+import { completeCommand, completionCommand } from './commands/completion.js';
+import { configCommand } from './commands/config/index.js';
 import { leaseCommand } from './commands/lease/index.js';
 import { globalContext, addGlobalOptions } from './commands/globals.js';
 import { ExitCode, QueenctlError } from './exit.js';
@@ -15,16 +17,36 @@ export async function main(argv: string[]): Promise<void> {
   // Every request in flight listens to this one signal; a bulk run has many by design.
   setMaxListeners(0, controller.signal);
   let signalled: NodeJS.Signals | null = null;
+  // Set while `watch` runs a command: signals are the command's to act on, and queenctl waits
+  // for it. No path below may exit then, or the command would run on unsupervised.
+  let relay: ((signal: NodeJS.Signals) => void) | null = null;
   const onSignal = (signal: NodeJS.Signals): void => {
+    if (relay) return relay(signal);
     // A second signal means "now": the first one is still finishing in-flight requests.
     if (signalled) process.exit(signal === 'SIGTERM' ? ExitCode.Terminated : ExitCode.Interrupted);
     signalled = signal;
     controller.abort(signal);
   };
   process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
-  // A reader that went away (`| head -1`) ends the run quietly, as SIGPIPE would.
+  const relaySignals = (listener: (signal: NodeJS.Signals) => void): (() => void) => {
+    relay = listener;
+    // SIGHUP is only caught while there is a command to pass it to; otherwise it ends queenctl.
+    process.on('SIGHUP', onSignal);
+    return () => {
+      if (relay !== listener) return;
+      relay = null;
+      process.off('SIGHUP', onSignal);
+    };
+  };
+  // A reader that went away (`| head -1`) ends the run quietly, as SIGPIPE would; a watch with
+  // a running command carries on without its event stream instead, and ends with its status.
+  let readerGone = false;
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code === 'EPIPE') process.exit(128 + 13);
+    if (error.code === 'EPIPE') {
+      readerGone ||= relay !== null;
+      if (!readerGone) process.exit(128 + 13);
+      return;
+    }
     throw error;
   });
   // Diagnostics that nobody can read any more must not change the outcome: unhandled, a closed
@@ -37,7 +59,9 @@ export async function main(argv: string[]): Promise<void> {
     stderr: process.stderr,
     stdin: process.stdin,
     signal: controller.signal,
-    setExitCode: (code: ExitCode) => {
+    argvAfterDashDash: argv.includes('--') ? argv.slice(argv.indexOf('--') + 1) : null,
+    relaySignals,
+    setExitCode: (code: number) => {
       process.exitCode = code;
     },
   };
@@ -49,9 +73,22 @@ export async function main(argv: string[]): Promise<void> {
     .configureOutput({ writeErr: (text) => process.stderr.write(text), writeOut: (text) => process.stdout.write(text) });
   const globals = globalContext(ports, VERSION);
   program.addCommand(leaseCommand(globals));
+  program.addCommand(configCommand(globals));
+  program.addCommand(completionCommand(globals));
+  program.addCommand(completeCommand(globals), { hidden: true });
+  program.addHelpText(
+    'after',
+    `
+Examples:
+  queenctl lease extend "$LEASE" --seconds 120
+  queenctl --context prod lease inspect "$LEASE" -o json
+  queenctl config get-contexts
+  source <(queenctl completion bash)`,
+  );
   program
     .command('version')
     .description('print the version of queenctl and of Node.js')
+    .addHelpText('after', '\nExamples:\n  queenctl version\n  queenctl --version')
     .action(() => {
       process.stdout.write(`queenctl ${VERSION} (node ${process.version})\n`);
     });

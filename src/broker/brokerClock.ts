@@ -62,3 +62,35 @@ export function timeZoneSuspicion(renewal: Renewal, requestedSeconds: number): s
     'so expiry times are shifted by its time zone'
   );
 }
+
+/**
+ * How far the Date header may sit behind the broker's clock: whole seconds, truncated, and
+ * cached for up to a second (BROKER-FACTS.md).
+ */
+const DATE_HEADER_LAG_MS = 2_000;
+
+/**
+ * When a renewed lease expires, on the local clock, erring early: a watch schedules renewals
+ * and declares a lease lost by it, so a late estimate could let the lease lapse unnoticed.
+ *
+ * - The broker renewed after the request was sent, to at least its now + seconds, and both
+ *   clocks run at the same rate: the lease lasts until sentAt + seconds or later. This needs
+ *   no agreement between the clocks at all, so a local clock hours off changes nothing.
+ * - A later reported expiry (the lease already had a longer deadline) is placed through the
+ *   Date header: the broker's clock at sentAt was at most Date + DATE_HEADER_LAG_MS.
+ * - When the expiry moved since the previous renewal, this renewal set it to brokerNow +
+ *   seconds, so only the first bound holds. That also covers a database whose time zone puts
+ *   its expiries hours ahead of its Date header (timeZoneSuspicion covers hours behind).
+ */
+export function localDeadline(
+  renewal: Renewal,
+  requestedSeconds: number,
+  sentAtMs: number,
+  previousExpiresAtMs: number | null,
+): number {
+  const guaranteed = sentAtMs + requestedSeconds * 1000;
+  const { expiresAtMs, brokerDateMs } = renewal;
+  if (expiresAtMs === null || brokerDateMs === null) return guaranteed;
+  if (previousExpiresAtMs !== null && expiresAtMs > previousExpiresAtMs) return guaranteed;
+  return Math.max(guaranteed, sentAtMs + (expiresAtMs - (brokerDateMs + DATE_HEADER_LAG_MS)));
+}

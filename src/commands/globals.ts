@@ -4,13 +4,14 @@
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseCount, parseDuration } from '../args.js';
-import { BrokerClient } from '../broker/client.js';
+import { BrokerClient, proxySettings } from '../broker/client.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../broker/retry.js';
 import { systemClock } from '../clock.js';
 import { resolveConnection } from '../config/resolve.js';
-import { ExitCode, UsageError } from '../exit.js';
-import type { IO } from '../io.js';
+import { UsageError, type ExitCode } from '../exit.js';
+import type { IO, OutputStream } from '../io.js';
 import { resolveFormat, type OutputFormat } from '../output/format.js';
+import { warningMessage } from '../output/words.js';
 import type { Runtime } from './runtime.js';
 
 /** Turns a UsageError of a flag's parser into commander's own kind, so it reports the flag. */
@@ -44,7 +45,7 @@ export interface GlobalFlags {
 
 export function addGlobalOptions(program: Command): Command {
   return program
-    .option('--server <url>', 'broker URL (env QUEEN_SERVER; default from the context, else http://localhost:6632)')
+    .option('--server <url>', 'broker URL, or replicas separated by commas, tried in turn (env QUEEN_SERVER; default from the context, else http://localhost:6632)')
     .option('--token <jwt>', 'bearer token (env QUEEN_TOKEN); prefer --token-file, a flag shows in ps')
     .option('--token-file <path>', 'read the bearer token from a file (a trailing newline is ignored)')
     .option('--context <name>', 'context of the config file to use (env QUEEN_CONTEXT)')
@@ -66,7 +67,7 @@ export function addGlobalOptions(program: Command): Command {
     .option('--no-headers', 'omit table headers')
     .option('-v, --verbose', 'trace requests on stderr (the token is never shown)')
     .option('--insecure', 'skip TLS certificate verification (https; not for production)')
-    .option('--cacert <file>', 'trust this CA certificate (PEM) for https');
+    .option('--cacert <file>', 'trust only this CA certificate (PEM) for https, instead of the system CAs');
 }
 
 export interface Settings {
@@ -74,6 +75,8 @@ export interface Settings {
   noHeaders: boolean;
   concurrency: number;
   retry: RetryPolicy;
+  /** --timeout: the deadline of one request. */
+  timeoutMs: number;
 }
 
 /** What a verb's action needs from the process; cli.ts provides it. */
@@ -83,12 +86,62 @@ export interface ProcessPorts {
   stderr: IO['stderr'];
   stdin: IO['stdin'];
   signal: AbortSignal;
-  setExitCode(code: ExitCode): void;
+  /** What followed the first `--` of the command line (watch's command), null without one. */
+  argvAfterDashDash: readonly string[] | null;
+  /**
+   * While a listener is registered, SIGINT, SIGTERM and SIGHUP go to it and do nothing else:
+   * a watched command is running and queenctl must wait for it. Returns the release.
+   */
+  relaySignals(listener: (signal: NodeJS.Signals) => void): () => void;
+  /** An ExitCode, or a watched command's own status. */
+  setExitCode(code: number): void;
+}
+
+/** The process bits only `watch` needs, beside the Runtime every verb gets. */
+export type VerbProcess = Pick<ProcessPorts, 'env' | 'argvAfterDashDash' | 'relaySignals'>;
+
+/** What a verb that never talks to the broker gets (config, completion). */
+export interface LocalRuntime {
+  io: IO;
+  env: NodeJS.ProcessEnv;
+  flags: GlobalFlags;
+  /** null: print no results (-q without -o). */
+  format: OutputFormat | null;
+  noHeaders: boolean;
 }
 
 export interface GlobalContext {
-  run(command: Command, verb: (runtime: Runtime, settings: Settings) => Promise<ExitCode>): Promise<void>;
+  run(command: Command, verb: (runtime: Runtime, settings: Settings, process: VerbProcess) => Promise<number>): Promise<void>;
+  runLocal(command: Command, verb: (runtime: LocalRuntime) => Promise<ExitCode>): Promise<void>;
 }
+
+/**
+ * The token never reaches a stream: a broker or proxy that echoes request headers in an error
+ * body, quoted in a message, would otherwise print it. Only `write` changes; the stream is
+ * otherwise itself (spinners need its TTY methods).
+ */
+export function redactingStream<T extends OutputStream>(stream: T, secret: string): T {
+  const scrub = (chunk: unknown): unknown => {
+    if (typeof chunk === 'string') return chunk.replaceAll(secret, '[redacted]');
+    if (chunk instanceof Uint8Array) {
+      const text = Buffer.from(chunk).toString('utf8');
+      return text.includes(secret) ? text.replaceAll(secret, '[redacted]') : chunk;
+    }
+    return chunk;
+  };
+  return new Proxy(stream, {
+    get(target, property) {
+      if (property === 'write') {
+        return (chunk: unknown, ...rest: unknown[]) => (target.write as (...args: unknown[]) => boolean).call(target, scrub(chunk), ...rest);
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** Shorter tokens are not real bearer tokens; scrubbing them would mangle ordinary output. */
+const MIN_REDACTED_LENGTH = 4;
 
 export function decideColor(flag: boolean | undefined, env: NodeJS.ProcessEnv, isTTY: boolean): boolean {
   if (flag !== undefined) return flag;
@@ -104,14 +157,21 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       const stdoutIsTTY = Boolean(ports.stdout.isTTY);
       const resolved = resolveFormat(flags.output, stdoutIsTTY);
       const connection = await resolveConnection(flags, ports.env);
+      const secret = connection.token !== undefined && connection.token.length >= MIN_REDACTED_LENGTH ? connection.token : undefined;
+      const stdout = secret ? redactingStream(ports.stdout, secret) : ports.stdout;
+      const stderr = secret ? redactingStream(ports.stderr, secret) : ports.stderr;
       const io: IO = {
-        stdout: ports.stdout,
-        stderr: ports.stderr,
+        stdout,
+        stderr,
         stdin: ports.stdin,
         color: decideColor(flags.color, ports.env, stdoutIsTTY),
         quiet: Boolean(flags.quiet),
         verbose: Boolean(flags.verbose),
       };
+      const trace = io.verbose ? (line: string) => void stderr.write(`queenctl: ${line}\n`) : undefined;
+      for (const note of connection.notes) trace?.(note);
+      // Said even with -q: the token or the broker's identity is at stake.
+      for (const warning of connection.warnings) stderr.write(warningMessage(warning));
       const client = new BrokerClient({
         server: connection.server,
         token: connection.token,
@@ -120,7 +180,8 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
         connections: flags.concurrency,
         insecure: connection.insecure,
         ca: connection.ca,
-        trace: io.verbose ? (line) => void ports.stderr.write(`queenctl: ${line}\n`) : undefined,
+        proxy: proxySettings(ports.env),
+        trace,
       });
       try {
         const settings: Settings = {
@@ -129,11 +190,38 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
           noHeaders: !flags.headers,
           concurrency: flags.concurrency,
           retry: DEFAULT_RETRY,
+          timeoutMs: flags.timeout,
         };
-        ports.setExitCode(await verb({ io, client, clock: systemClock, signal: ports.signal }, settings));
+        const { env, argvAfterDashDash, relaySignals } = ports;
+        ports.setExitCode(await verb({ io, client, clock: systemClock, signal: ports.signal }, settings, { env, argvAfterDashDash, relaySignals }));
+      } catch (error) {
+        // cli.ts prints what escapes a verb on the raw stderr: scrub it here.
+        if (secret && error instanceof Error) scrubError(error, secret);
+        throw error;
       } finally {
         await client.close();
       }
     },
+    async runLocal(command, verb) {
+      const flags = command.optsWithGlobals<GlobalFlags>();
+      const stdoutIsTTY = Boolean(ports.stdout.isTTY);
+      const resolved = resolveFormat(flags.output, stdoutIsTTY);
+      const io: IO = {
+        stdout: ports.stdout,
+        stderr: ports.stderr,
+        stdin: ports.stdin,
+        color: decideColor(flags.color, ports.env, stdoutIsTTY),
+        quiet: Boolean(flags.quiet),
+        verbose: Boolean(flags.verbose),
+      };
+      const format = flags.quiet && flags.output === undefined ? null : resolved;
+      ports.setExitCode(await verb({ io, env: ports.env, flags, format, noHeaders: !flags.headers }));
+    },
   };
+}
+
+function scrubError(error: Error, secret: string): void {
+  error.message = error.message.replaceAll(secret, '[redacted]');
+  const withHint = error as Error & { hint?: string };
+  if (typeof withHint.hint === 'string') Object.defineProperty(error, 'hint', { value: withHint.hint.replaceAll(secret, '[redacted]') });
 }

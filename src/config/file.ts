@@ -1,63 +1,157 @@
 /**
  * The Go queenctl's config file (~/.queen/config.yaml, kubectl-style; BROKER-FACTS.md).
- * Read only when it exists, and the YAML parser only loaded then.
+ * Read only when it exists, and the YAML parser only loaded then: a lease command without a
+ * config file never pays for it. A missing file is an empty config, never an error; a malformed
+ * one is a usage error that names the file and the line.
  */
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import type { Document, LineCounter, Node as YamlNode } from 'yaml';
 import { UsageError } from '../exit.js';
 
 export interface ContextEntry {
   name: string;
+  /** One broker URL, or several replicas separated by commas. */
   server?: string;
+  /** `env`, `file:///abs/path`, `literal:<token>` or `keychain://<name>`. */
   'token-ref'?: string;
   insecure?: boolean;
+  /** A PEM file of the CA to trust for https. */
   cacert?: string;
 }
 
 export interface ConfigFile {
   path: string;
+  /** False when there is no file at `path` (an empty config). */
+  exists: boolean;
   currentContext: string | undefined;
   contexts: ContextEntry[];
 }
+
+/** The keys of a context this tool reads, and the type each must have. */
+const CONTEXT_KEYS = { name: 'string', server: 'string', 'token-ref': 'string', insecure: 'boolean', cacert: 'string' } as const;
 
 export function defaultConfigPath(env: NodeJS.ProcessEnv): string {
   return join(env.HOME || homedir(), '.queen', 'config.yaml');
 }
 
-/** Reads the file; a missing default file is an empty config, a missing named one an error. */
-export async function readConfigFile(path: string, named: boolean): Promise<ConfigFile> {
-  let text: string;
+/** --config, else $QUEEN_CONFIG, else ~/.queen/config.yaml (contract, Global options). */
+export function configPathFor(flag: string | undefined, env: NodeJS.ProcessEnv): string {
+  return flag || env.QUEEN_CONFIG || defaultConfigPath(env);
+}
+
+/** The file's text, or null when there is none. */
+export async function readConfigText(path: string): Promise<string | null> {
   try {
-    text = await readFile(path, 'utf8');
+    return await readFile(path, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' && !named) return { path, currentContext: undefined, contexts: [] };
-    throw new UsageError(`cannot read the config file ${path}: ${code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
+    if (code === 'ENOENT') return null;
+    if (code === 'EISDIR') throw new UsageError(`the config file ${path} is a directory`, 'point --config or QUEEN_CONFIG at a file');
+    throw new UsageError(`cannot read the config file ${path}: ${code ?? (error as Error).message}`, 'check its permissions, or point --config elsewhere');
   }
-  return parseConfig(path, text);
+}
+
+/** Reads the file; a missing file is an empty config. */
+export async function readConfigFile(path: string): Promise<ConfigFile> {
+  const text = await readConfigText(path);
+  if (text === null) return { path, exists: false, currentContext: undefined, contexts: [] };
+  return (await parseConfigDocument(path, text)).config;
 }
 
 export async function parseConfig(path: string, text: string): Promise<ConfigFile> {
-  const { parseDocument } = await import('yaml');
-  const document = parseDocument(text, { prettyErrors: true });
+  return (await parseConfigDocument(path, text)).config;
+}
+
+export interface ParsedConfig {
+  config: ConfigFile;
+  /** The YAML document, for edits that keep comments and unknown keys (edit.ts). */
+  document: Document.Parsed;
+}
+
+/** Parses and checks the file; every complaint names the file and, where it can, the line. */
+export async function parseConfigDocument(path: string, text: string): Promise<ParsedConfig> {
+  const yaml = await import('yaml');
+  const lineCounter = new yaml.LineCounter();
+  const document = yaml.parseDocument(text, { lineCounter, prettyErrors: false });
   const problem = document.errors[0];
   if (problem) {
-    const line = problem.linePos?.[0]?.line;
-    throw new UsageError(`the config file ${path} is not valid YAML${line ? ` (line ${line})` : ''}: ${problem.message.split('\n')[0]}`);
+    const line = problem.linePos?.[0]?.line ?? lineCounter.linePos(problem.pos[0]).line;
+    throw new UsageError(
+      `the config file ${where(path, line)} is not valid YAML: ${problem.message.split('\n')[0]}`,
+      'fix that line, or point --config or QUEEN_CONFIG at another file',
+    );
   }
-  const data: unknown = document.toJS() ?? {};
-  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
-    throw new UsageError(`the config file ${path} is not a mapping of current-context and contexts`);
+  const at = (node: unknown): string => where(path, lineOf(node, lineCounter));
+  const root = document.contents;
+  if (root === null || (yaml.isScalar(root) && (root.value === null || root.value === ''))) {
+    return { config: { path, exists: true, currentContext: undefined, contexts: [] }, document };
   }
-  const record = data as Record<string, unknown>;
-  const contexts = record.contexts ?? [];
-  if (!Array.isArray(contexts) || contexts.some((c) => typeof c !== 'object' || c === null || typeof (c as ContextEntry).name !== 'string')) {
-    throw new UsageError(`the config file ${path}: contexts must be a list of entries with a name`);
+  if (!yaml.isMap(root)) throw malformed(`${at(root)}: the file must be a mapping with current-context and contexts`);
+
+  const currentNode = root.get('current-context', true);
+  let currentContext: string | undefined;
+  if (currentNode !== undefined && !(yaml.isScalar(currentNode) && currentNode.value === null)) {
+    if (!yaml.isScalar(currentNode) || typeof currentNode.value !== 'string') {
+      throw malformed(`${at(currentNode)}: current-context must be the name of a context`);
+    }
+    currentContext = currentNode.value || undefined;
   }
-  const current = record['current-context'];
-  if (current !== undefined && current !== null && typeof current !== 'string') {
-    throw new UsageError(`the config file ${path}: current-context must be a name`);
+
+  const contextsNode = root.get('contexts', true);
+  const contexts: ContextEntry[] = [];
+  if (contextsNode !== undefined && !(yaml.isScalar(contextsNode) && contextsNode.value === null)) {
+    if (!yaml.isSeq(contextsNode)) throw malformed(`${at(contextsNode)}: contexts must be a list of entries (- name: ...)`);
+    const seen = new Map<string, string>();
+    for (const item of contextsNode.items) {
+      if (!yaml.isMap(item)) throw malformed(`${at(item)}: each context must be a mapping with a name`);
+      const entry: Record<string, unknown> = {};
+      for (const [key, type] of Object.entries(CONTEXT_KEYS)) {
+        const node = item.get(key, true);
+        if (node === undefined) continue;
+        const value = yaml.isScalar(node) ? node.value : undefined;
+        // `server:` or `cacert: ""` say nothing; a context without a name is another matter.
+        if (key !== 'name' && (value === null || value === '')) continue;
+        if (typeof value !== type || value === '') {
+          throw malformed(`${at(node)}: ${key} must be ${type === 'boolean' ? 'true or false' : 'a non-empty string'}`);
+        }
+        entry[key] = value;
+      }
+      if (entry.name === undefined) throw malformed(`${at(item)}: a context has no name`);
+      const name = entry.name as string;
+      const earlier = seen.get(name);
+      if (earlier) throw malformed(`${at(item)}: the context ${JSON.stringify(name)} is defined twice (also at ${earlier})`);
+      seen.set(name, at(item));
+      contexts.push(entry as unknown as ContextEntry);
+    }
   }
-  return { path, currentContext: current ?? undefined, contexts: contexts as ContextEntry[] };
+  return { config: { path, exists: true, currentContext, contexts }, document };
+}
+
+function malformed(message: string): UsageError {
+  return new UsageError(`the config file ${message}`, 'fix that line, or point --config or QUEEN_CONFIG at another file');
+}
+
+function where(path: string, line: number | undefined): string {
+  return line ? `${path}:${line}` : path;
+}
+
+function lineOf(node: unknown, lineCounter: LineCounter): number | undefined {
+  const range = (node as YamlNode | undefined)?.range;
+  return range ? lineCounter.linePos(range[0]).line : undefined;
+}
+
+/** Names of the contexts, for errors that must list the known ones. */
+export function knownContexts(config: ConfigFile): string {
+  return config.contexts.length > 0
+    ? `known contexts in ${config.path}: ${config.contexts.map((entry) => entry.name).join(', ')}`
+    : `${config.path} ${config.exists ? 'has no contexts' : 'does not exist'}; create one with: queenctl config set-context <name> --server <url>`;
+}
+
+/** The context by name, or a usage error that lists the ones there are. */
+export function findContext(config: ConfigFile, name: string, how: string, fix?: string): ContextEntry {
+  const entry = config.contexts.find((candidate) => candidate.name === name);
+  if (!entry) throw new UsageError(`no context named ${JSON.stringify(name)} (${how})`, fix ? `${knownContexts(config)}\n  ${fix}` : knownContexts(config));
+  return entry;
 }

@@ -2,11 +2,15 @@
  * Where to connect and with which token, by the Go queenctl's precedence (lowest to highest):
  * the file's current-context, $QUEEN_CONTEXT, --context, $QUEEN_SERVER / $QUEEN_TOKEN,
  * --server / --token. Overriding the server keeps the context's token unless a token is given.
+ *
+ * Nothing here ever puts the token into a message: errors and -v notes name where it came from.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
+import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../exit.js';
-import { defaultConfigPath, readConfigFile, type ContextEntry } from './file.js';
+import { configPathFor, findContext, readConfigFile, type ConfigFile, type ContextEntry } from './file.js';
+import type { SecretToolRunner } from './keychain.js';
 
 export const DEFAULT_SERVER = 'http://localhost:6632';
 
@@ -21,94 +25,226 @@ export interface ConnectionFlags {
 }
 
 export interface Connection {
+  /** The broker's replicas, in the order to try them; comma-joined for BrokerClient. */
   server: string;
+  servers: string[];
   token: string | undefined;
   /** Where the token came from, for -v (never the token itself). */
   tokenSource: string;
   insecure: boolean;
   ca: string | undefined;
   contextName: string | undefined;
+  /** To say on stderr before anything is sent: the token or the broker at risk. */
+  warnings: string[];
+  /** -v: where each setting came from. */
+  notes: string[];
 }
 
-export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv): Promise<Connection> {
-  const configPath = flags.config ?? env.QUEEN_CONFIG;
-  const config = await readConfigFile(configPath ?? defaultConfigPath(env), configPath !== undefined);
-  const contextName = flags.context ?? env.QUEEN_CONTEXT ?? config.currentContext;
-  let context: ContextEntry | undefined;
-  if (contextName !== undefined) {
-    context = config.contexts.find((entry) => entry.name === contextName);
-    // A current-context naming nothing is the file's problem only when asked for by name.
-    if (!context && (flags.context !== undefined || env.QUEEN_CONTEXT !== undefined)) {
-      const known = config.contexts.map((entry) => entry.name);
-      throw new UsageError(
-        `no context named ${JSON.stringify(contextName)} in ${config.path}`,
-        known.length ? `known contexts: ${known.join(', ')}` : 'create one with: queenctl config set-context <name> --server <url>',
+export interface ResolveOptions {
+  platform?: NodeJS.Platform;
+  runSecretTool?: SecretToolRunner;
+}
+
+/** An environment variable that is set to something; `QUEEN_TOKEN=` is not a token. */
+function fromEnv(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value;
+}
+
+export interface ChosenContext {
+  name: string;
+  /** Which of the three named it, in words: `--context`, `QUEEN_CONTEXT`, `the current-context of <file>`. */
+  how: string;
+  from: 'flag' | 'env' | 'file';
+}
+
+/** The context in force: --context, else $QUEEN_CONTEXT, else the file's current-context. */
+export function chooseContext(flags: Pick<ConnectionFlags, 'context'>, env: NodeJS.ProcessEnv, config: ConfigFile): ChosenContext | undefined {
+  if (flags.context !== undefined) return { name: flags.context, how: '--context', from: 'flag' };
+  const fromVariable = fromEnv(env, 'QUEEN_CONTEXT');
+  if (fromVariable !== undefined) return { name: fromVariable.trim(), how: 'QUEEN_CONTEXT', from: 'env' };
+  if (config.currentContext !== undefined) return { name: config.currentContext, how: `the current-context of ${config.path}`, from: 'file' };
+  return undefined;
+}
+
+export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv, options: ResolveOptions = {}): Promise<Connection> {
+  const platform = options.platform ?? process.platform;
+  const config = await readConfigFile(configPathFor(flags.config, env));
+  const notes: string[] = [config.exists ? `config file ${config.path}` : `no config file at ${config.path}`];
+
+  const chosen = chooseContext(flags, env, config);
+  // A context named by any of the three must exist: talking to another broker than the one
+  // the operator chose is worse than stopping (kubectl does the same).
+  const fix = chosen?.from === 'file' && config.contexts.length > 0 ? 'choose one with: queenctl config use-context <name>' : undefined;
+  const context = chosen ? findContext(config, chosen.name, `from ${chosen.how}`, fix) : undefined;
+  if (chosen) notes.push(`context ${JSON.stringify(chosen.name)} from ${chosen.how}`);
+
+  const flagServer = flags.server;
+  const envServer = fromEnv(env, 'QUEEN_SERVER');
+  const [serverSpec, serverHow] =
+    flagServer !== undefined
+      ? [flagServer, '--server']
+      : envServer !== undefined
+        ? [envServer, 'QUEEN_SERVER']
+        : context?.server !== undefined
+          ? [context.server, `context ${JSON.stringify(context.name)}`]
+          : [DEFAULT_SERVER, 'the default'];
+  const servers = parseServers(serverSpec, serverHow);
+  notes.push(`server ${servers.join(', ')} from ${serverHow}`);
+
+  const { token, source } = await resolveToken(flags, env, context, platform, options.runSecretTool);
+  notes.push(token === undefined ? 'no token' : `token from ${source} (${token.length} characters; never shown)`);
+
+  const insecure = flags.insecure ?? context?.insecure ?? false;
+  const cacertPath = flags.cacert ?? (context?.cacert !== undefined ? resolvePath(dirname(config.path), context.cacert) : undefined);
+  const ca = cacertPath !== undefined ? await readCaFile(cacertPath, flags.cacert !== undefined ? '--cacert' : `the cacert of context ${JSON.stringify(context?.name)}`) : undefined;
+  if (cacertPath !== undefined) notes.push(`trusting only the CA in ${cacertPath} for https`);
+
+  const warnings: string[] = [];
+  const https = servers.filter((server) => server.startsWith('https:'));
+  if (insecure && https.length > 0) {
+    warnings.push(
+      `${flags.insecure ? '--insecure' : `context ${JSON.stringify(context?.name)} has insecure: true`}: the TLS certificate of ${listHosts(https)} is not verified, ` +
+        'so anyone on the network path can pose as the broker' +
+        (token !== undefined ? ' and take the token' : '') +
+        '. Trust its CA with --cacert <file> instead',
+    );
+  }
+  if (token !== undefined) {
+    const exposed = servers.filter((server) => server.startsWith('http:') && !isLoopbackHost(new URL(server).hostname));
+    if (exposed.length > 0) {
+      warnings.push(
+        `the bearer token goes over plain http to ${listHosts(exposed)}: anyone on the network path can read and reuse it. Use https://`,
       );
     }
   }
-  const server = checkServer(flags.server ?? env.QUEEN_SERVER ?? context?.server ?? DEFAULT_SERVER);
-  const { token, source } = await resolveToken(flags, env, context);
-  const cacertPath = flags.cacert ?? context?.cacert;
+  if (token !== undefined && platform !== 'win32') {
+    const file = source.startsWith('--token-file ') ? source.slice('--token-file '.length) : tokenFileOf(context);
+    const loose = file !== undefined ? await looseMode(file) : undefined;
+    if (loose !== undefined) warnings.push(`the token file ${file} can be read by other users (mode ${loose}): chmod 600 ${file}`);
+  }
+
   return {
-    server,
+    server: servers.join(','),
+    servers,
     token,
     tokenSource: source,
-    insecure: flags.insecure ?? context?.insecure ?? false,
-    ca: cacertPath ? await readSecretFile(cacertPath, '--cacert') : undefined,
+    insecure,
+    ca,
     contextName: context?.name,
+    warnings,
+    notes,
   };
 }
 
-function checkServer(server: string): string {
-  let url: URL;
-  try {
-    url = new URL(server);
-  } catch {
-    throw new UsageError(`${JSON.stringify(server)} is not a broker URL`, 'use a URL such as http://localhost:6632');
+function listHosts(servers: string[]): string {
+  return servers.map((server) => new URL(server).host).join(', ');
+}
+
+/** 127.0.0.0/8, ::1 and localhost: traffic that never leaves the machine. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  return host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host) || host === '::ffff:127.0.0.1';
+}
+
+/**
+ * One broker URL, or replicas of one broker separated by commas (they share a database, so any
+ * can renew a lease). Credentials in a URL are refused: they would end up in messages and
+ * logs, and the broker takes a bearer token anyway.
+ */
+export function parseServers(spec: string, how: string): string[] {
+  const entries = spec.split(',').map((entry) => entry.trim());
+  if (entries.every((entry) => entry === '')) throw new UsageError(`${how} gives no broker URL`, 'use a URL such as http://localhost:6632');
+  const servers: string[] = [];
+  for (const entry of entries) {
+    if (entry === '') throw new UsageError(`${how} has an empty entry in its list of brokers`, 'separate replicas with single commas: https://a:6632,https://b:6632');
+    let url: URL;
+    try {
+      url = new URL(entry);
+    } catch {
+      throw new UsageError(`${JSON.stringify(entry)} (from ${how}) is not a broker URL`, 'use a URL such as http://localhost:6632 or https://queen.internal:6632');
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new UsageError(`the broker URL from ${how} must start with http:// or https://, not ${url.protocol}`);
+    }
+    if (url.username || url.password) {
+      throw new UsageError(`the broker URL from ${how} carries a user name or password`, 'remove it: queenctl sends a bearer token (--token-file, QUEEN_TOKEN or the context\'s token-ref)');
+    }
+    const server = `${url.origin}${url.pathname}`.replace(/\/+$/, '');
+    if (!servers.includes(server)) servers.push(server);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new UsageError(`the broker URL must start with http:// or https://, not ${url.protocol}`);
-  }
-  return server.replace(/\/+$/, '');
+  return servers;
 }
 
 async function resolveToken(
   flags: ConnectionFlags,
   env: NodeJS.ProcessEnv,
   context: ContextEntry | undefined,
+  platform: NodeJS.Platform,
+  run: SecretToolRunner | undefined,
 ): Promise<{ token: string | undefined; source: string }> {
   if (flags.token !== undefined && flags.tokenFile !== undefined) {
     throw new UsageError('give --token or --token-file, not both');
   }
-  if (flags.token !== undefined) return { token: nonEmpty(flags.token, '--token'), source: '--token' };
+  if (flags.token !== undefined) return { token: checkToken(flags.token, '--token'), source: '--token' };
   if (flags.tokenFile !== undefined) {
-    return { token: nonEmpty(await readSecretFile(flags.tokenFile, '--token-file'), '--token-file'), source: '--token-file' };
+    return { token: checkToken(await readTokenFile(flags.tokenFile, '--token-file'), `the token file ${flags.tokenFile}`), source: `--token-file ${flags.tokenFile}` };
   }
-  if (env.QUEEN_TOKEN) return { token: env.QUEEN_TOKEN.trim(), source: 'QUEEN_TOKEN' };
+  const envToken = fromEnv(env, 'QUEEN_TOKEN');
+  if (envToken !== undefined) return { token: checkToken(envToken.trim(), 'QUEEN_TOKEN'), source: 'QUEEN_TOKEN' };
   const ref = context?.['token-ref'];
-  if (!ref) return { token: undefined, source: 'none' };
-  return { token: await readTokenRef(ref, context?.name ?? ''), source: `context ${context?.name} token-ref` };
+  if (ref === undefined || context === undefined) return { token: undefined, source: 'none' };
+  const where = `token-ref of context ${JSON.stringify(context.name)}`;
+  const shown = ref.startsWith('literal:') ? 'literal:[redacted]' : ref;
+  return { token: checkToken(await readTokenRef(ref, where, platform, run), `the ${where}`), source: `the ${where} (${shown})` };
 }
 
-async function readTokenRef(ref: string, contextName: string): Promise<string> {
-  const where = `token-ref of context ${JSON.stringify(contextName)}`;
+async function readTokenRef(ref: string, where: string, platform: NodeJS.Platform, run: SecretToolRunner | undefined): Promise<string> {
   if (ref === 'env') {
-    throw new UsageError(`the ${where} is env, but QUEEN_TOKEN is not set`);
+    throw new UsageError(`the ${where} is env, but QUEEN_TOKEN is not set`, 'export QUEEN_TOKEN, or give --token-file <path>');
   }
-  if (ref.startsWith('literal:')) return nonEmpty(ref.slice('literal:'.length), where);
+  if (ref.startsWith('literal:')) return ref.slice('literal:'.length);
   if (ref.startsWith('file://')) {
-    return nonEmpty(await readSecretFile(fileURLToPath(ref), where), where);
+    let path: string;
+    try {
+      path = fileURLToPath(ref);
+    } catch {
+      throw new UsageError(`the ${where} is not a file URL of an absolute path`, 'write it as file:///abs/path/to/token');
+    }
+    return readTokenFile(path, `the ${where}`);
   }
   if (ref.startsWith('keychain://')) {
-    throw new UsageError(
-      `the ${where} is ${ref}, and this queenctl cannot read keychains yet`,
-      'use token-ref: file:///abs/path or env (QUEEN_TOKEN), or --token-file',
-    );
+    // Loaded only for a keychain ref: it brings in child_process.
+    const { readKeychainToken } = await import('./keychain.js');
+    return readKeychainToken(ref, where, platform, run);
   }
-  throw new UsageError(`the ${where} is ${JSON.stringify(ref)}: use env, file:///abs/path, literal:<token> or keychain://<name>`);
+  throw new UsageError(
+    `the ${where} is neither env, file://, literal: nor keychain://`,
+    'use env, file:///abs/path, literal:<token> or keychain://<name>',
+  );
 }
 
-async function readSecretFile(path: string, what: string): Promise<string> {
+/** The context's token file, when its token-ref is one. */
+function tokenFileOf(context: ContextEntry | undefined): string | undefined {
+  const ref = context?.['token-ref'];
+  if (!ref?.startsWith('file://')) return undefined;
+  try {
+    return fileURLToPath(ref);
+  } catch {
+    return undefined;
+  }
+}
+
+async function looseMode(path: string): Promise<string | undefined> {
+  try {
+    const mode = (await stat(path)).mode & 0o777;
+    return mode & 0o077 ? mode.toString(8).padStart(4, '0') : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function readTokenFile(path: string, what: string): Promise<string> {
   try {
     // A trailing newline is not part of the token (contract).
     return (await readFile(path, 'utf8')).replace(/\r?\n$/, '');
@@ -117,7 +253,31 @@ async function readSecretFile(path: string, what: string): Promise<string> {
   }
 }
 
-function nonEmpty(token: string, what: string): string {
-  if (token.trim() === '') throw new UsageError(`${what} is empty`);
+async function readCaFile(path: string, what: string): Promise<string> {
+  let pem: string;
+  try {
+    pem = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
+    throw new UsageError(`${what} ${path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`, 'give the CA certificate that signed the broker\'s certificate, in PEM');
+  }
+  return pem;
+}
+
+/**
+ * A bearer token is one run of visible characters. Anything else (a space, a second line) would
+ * be refused by the HTTP layer with a message that could quote it, so it is refused here
+ * without showing it.
+ */
+function checkToken(token: string, what: string): string {
+  if (token === '') throw new UsageError(`${what} is empty`);
+  if (!/^[\x21-\x7e]+$/.test(token)) {
+    throw new UsageError(
+      `${what} holds spaces, line breaks or other characters a bearer token cannot have (it is not shown)`,
+      'the token is the JWT alone, on one line',
+    );
+  }
   return token;
 }

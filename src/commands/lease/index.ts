@@ -3,7 +3,7 @@
  * start-up pays for commander and nothing else.
  */
 import { Command, Option } from 'commander';
-import { parseCount, parseSeconds } from '../../args.js';
+import { parseCount, parseDuration, parseSeconds } from '../../args.js';
 import { flagParser, type GlobalContext } from '../globals.js';
 
 const EXIT_CODES = `
@@ -28,7 +28,10 @@ function retriesOption(): Option {
 }
 
 export function leaseCommand(globals: GlobalContext): Command {
-  const lease = new Command('lease').description('extend, inspect and watch broker leases').showHelpAfterError('(add --help for usage)');
+  const lease = new Command('lease')
+    .description('extend, inspect and watch broker leases')
+    .showHelpAfterError('(add --help for usage)')
+    .addHelpText('after', '\nExamples:\n  queenctl lease extend "$LEASE" --seconds 120\n  queenctl lease inspect "$LEASE" -o json\n  queenctl lease watch "$LEASE" -- ./process-batch.sh');
 
   lease
     .command('extend')
@@ -113,5 +116,90 @@ Examples:
       );
     });
 
+  lease
+    .command('watch')
+    .description('keep leases renewed through broker faults, and run a command only while they are held')
+    .argument('<leaseId...>', 'lease ids the pop returned; - reads them from standard input')
+    .addOption(secondsOption('60', 'each renewal extends to now + seconds on the broker clock (1 to 2147483647)'))
+    .addOption(durationOption('--every <duration>', 'renew this often (default: a third of --seconds)'))
+    .addOption(durationOption('--for <duration>', 'stop watching after this long (without a command)'))
+    .addOption(durationOption('--kill-after <duration>', 'SIGKILL the command this long after SIGTERM').default(10_000, '10s'))
+    .usage('[options] <leaseId...> [-- <command> [args...]]')
+    .addHelpText(
+      'after',
+      `
+Renewals: at once, then every --every, and always before the expiry the broker reported, less a
+safety margin. Deadlines are measured without trusting this machine's clock to agree with the
+broker's. Failures that may pass (unreachable, reset, timeout, 5xx) are retried with backoff for
+as long as the lease has time left; each request's timeout is cut to that time.
+
+A lease is lost when the broker renews nothing (renewed: 0), or when its expiry passes with no
+successful renewal. Without a command the watch goes on with the leases still held.
+
+With -- <command>: it starts once every lease has been renewed, in its own process group, with
+QUEEN_LEASE_ID, QUEEN_LEASE_IDS and QUEEN_LEASE_EXPIRES_AT set and QUEEN_TOKEN removed. SIGINT,
+SIGTERM and SIGHUP go to its whole group and queenctl waits for it; when it exits, renewal stops.
+When a lease is lost, its group gets SIGTERM, then SIGKILL after --kill-after. It runs outside
+the terminal's foreground job: Ctrl+C reaches it through queenctl.
+
+Output: -o json or -o ndjson streams events on stdout, one per line (renewed, retry, lost,
+stopped), also the default in a pipe without a command. Otherwise: a spinner on a terminal, one
+line per event on stderr when not on one or when a command shares the terminal; -q only errors.
+
+Exit codes:
+  0  --for elapsed and no lease was lost
+  1  usage or configuration error; nothing was sent
+  2  broker error: a lease could not be renewed even once
+  3  authentication or authorization refused (401, 403)
+  4  a lease was lost (without a command: once none is left, or at --for)
+  130/143  stopped by SIGINT/SIGTERM (without a command)
+With a command: its own exit status (128 + signal number when a signal ended it), or 4 when a
+lease was lost and the command was stopped for that.
+
+Examples:
+  queenctl lease watch "$LEASE" -- ./reprocess.sh --batch 7
+  queenctl lease watch "$LEASE" -q & WATCH=$!       # keep it alive while working by hand;
+  ...; kill $WATCH                                   # -q: only a loss is printed
+  queenctl lease watch - --for 30m -o ndjson < leases.txt | jq -c 'select(.event == "lost")'`,
+    )
+    .action(async (operands: string[], options: { seconds: number; every?: number; for?: number; killAfter: number }, command: Command) => {
+      const { runWatch } = await import('./watch.js');
+      const { watchOutputMode } = await import('../../output/watch.js');
+      const flags = command.optsWithGlobals<{ output?: string; token?: string; quiet?: boolean }>();
+      await globals.run(command, async (runtime, settings, proc) => {
+        // Commander puts what follows `--` among the operands: it is the command, not lease ids.
+        const after = proc.argvAfterDashDash;
+        const leaseIds = after === null ? operands : operands.slice(0, Math.max(0, operands.length - after.length));
+        return runWatch(
+          {
+            leaseIds,
+            seconds: options.seconds,
+            everyMs: options.every,
+            forMs: options.for,
+            killAfterMs: options.killAfter,
+            requestTimeoutMs: settings.timeoutMs,
+            concurrency: settings.concurrency,
+            command: after,
+            output: watchOutputMode({
+              format: settings.format,
+              outputGiven: flags.output !== undefined,
+              hasCommand: after !== null,
+              quiet: Boolean(flags.quiet),
+              stderrIsTTY: Boolean(runtime.io.stderr.isTTY),
+              term: proc.env.TERM,
+            }),
+            tokenOnCommandLine: flags.token !== undefined,
+          },
+          runtime,
+          proc,
+        );
+      });
+    });
+
   return lease;
+}
+
+function durationOption(flags: string, description: string): Option {
+  const name = flags.split(' ')[0] as string;
+  return new Option(flags, description).argParser(flagParser((text) => parseDuration(text, name)));
 }

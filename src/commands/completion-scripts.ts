@@ -1,0 +1,401 @@
+/**
+ * The completion scripts, generated from the commander tree: the tree as data (names, flags,
+ * descriptions, what values follow) and one small walker per shell. See completion.ts.
+ */
+import { Help, type Command, type Option } from 'commander';
+import { OUTPUT_FORMATS } from '../output/format.js';
+import type { Shell } from './completion.js';
+
+// ---------------------------------------------------------------------------------------------
+// The tree, as the scripts need it
+// ---------------------------------------------------------------------------------------------
+
+/** What may follow a flag or stand as an argument: nothing to offer, files, contexts, words. */
+type ValueKind = 'any' | 'file' | 'context' | `words:${string}`;
+
+interface FlagSpec {
+  /** `-o`, `--output`: every spelling. */
+  names: string[];
+  description: string;
+  /** null: a switch, it takes no value. */
+  value: ValueKind | null;
+}
+
+interface CommandSpec {
+  /** Space-separated names from the root: '' for queenctl itself, 'lease extend'. */
+  path: string;
+  name: string;
+  description: string;
+  children: CommandSpec[];
+  /** Own flags only; a command also takes every ancestor's. */
+  flags: FlagSpec[];
+  /** What its first argument completes to, when anything. */
+  argument: ValueKind | null;
+}
+
+/** Flags whose values are files or contexts; the rest say so through commander's choices. */
+const FLAG_VALUES: Record<string, ValueKind> = {
+  '--output': `words:${OUTPUT_FORMATS.join(' ')}`,
+  '--context': 'context',
+  '--config': 'file',
+  '--token-file': 'file',
+  '--cacert': 'file',
+};
+
+function flagSpec(option: Option): FlagSpec {
+  const names = [option.short, option.long].filter((name): name is string => Boolean(name));
+  const takesValue = option.required || option.optional;
+  const choices = option.argChoices;
+  const value: ValueKind | null = !takesValue
+    ? null
+    : choices
+      ? `words:${choices.join(' ')}`
+      : (FLAG_VALUES[option.long ?? ''] ?? 'any');
+  return { names, description: option.description, value };
+}
+
+function argumentKind(path: string, command: Command): ValueKind | null {
+  const first = command.registeredArguments[0];
+  if (!first) return null;
+  if (first.argChoices) return `words:${first.argChoices.join(' ')}`;
+  // The config verbs name their context `<name>`.
+  if (path.startsWith('config ') && first.name() === 'name') return 'context';
+  return null;
+}
+
+export function commandTree(command: Command, path = ''): CommandSpec {
+  const help = new Help();
+  const flags = help.visibleOptions(command).map(flagSpec);
+  return {
+    path,
+    name: command.name(),
+    description: command.description(),
+    children: help
+      .visibleCommands(command)
+      .map((child) => commandTree(child, path ? `${path} ${child.name()}` : child.name())),
+    flags,
+    argument: argumentKind(path, command),
+  };
+}
+
+function everyCommand(spec: CommandSpec): CommandSpec[] {
+  return [spec, ...spec.children.flatMap(everyCommand)];
+}
+
+/** A command's own flags and its ancestors', each spelling once (help and version included). */
+function flagsAt(root: CommandSpec, path: string): FlagSpec[] {
+  const chain: CommandSpec[] = [root];
+  for (const name of path ? path.split(' ') : []) {
+    const next = chain[chain.length - 1]!.children.find((child) => child.name === name);
+    if (next) chain.push(next);
+  }
+  const seen = new Set<string>();
+  const flags: FlagSpec[] = [];
+  for (const spec of chain.reverse()) {
+    for (const flag of spec.flags) {
+      if (flag.names.some((name) => seen.has(name))) continue;
+      flag.names.forEach((name) => seen.add(name));
+      flags.push(flag);
+    }
+  }
+  return flags;
+}
+
+export function completionScript(shell: Shell, program: Command): string {
+  const root = commandTree(program);
+  const name = program.name();
+  switch (shell) {
+    case 'bash':
+      return bashScript(name, root);
+    case 'zsh':
+      return zshScript(name, root);
+    case 'fish':
+      return fishScript(name, root);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quoting
+// ---------------------------------------------------------------------------------------------
+
+/** POSIX single quotes, which bash, zsh and fish all read the same for these characters. */
+function sq(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
+}
+
+/** fish single quotes: only \\ and \' are special inside. */
+function fq(text: string): string {
+  return `'${text.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** The case arms shared by bash and zsh: which words a path has, which flags take values. */
+function shellTables(fn: string, root: CommandSpec, entry: (spec: CommandSpec) => string): string {
+  const arms = everyCommand(root).map((spec) => `    ${sq(spec.path)}) ${entry(spec)} ;;`);
+  return `${fn}() {\n  case "$1" in\n${arms.join('\n')}\n    *) REPLY= ; reply=() ;;\n  esac\n}\n`;
+}
+
+function valueTable(fn: string, root: CommandSpec): string {
+  const arms: string[] = [];
+  for (const spec of everyCommand(root)) {
+    const byKind = new Map<ValueKind, string[]>();
+    for (const flag of flagsAt(root, spec.path)) {
+      if (flag.value === null) continue;
+      byKind.set(flag.value, [...(byKind.get(flag.value) ?? []), ...flag.names]);
+    }
+    if (byKind.size === 0) continue;
+    const inner = [...byKind].map(([kind, names]) => `        ${names.join('|')}) REPLY=${sq(kind)} ;;`);
+    arms.push(`    ${sq(spec.path)})\n      case "$2" in\n${inner.join('\n')}\n      esac ;;`);
+  }
+  return `${fn}() {\n  REPLY=\n  case "$1" in\n${arms.join('\n')}\n  esac\n}\n`;
+}
+
+function argumentTable(fn: string, root: CommandSpec): string {
+  const arms = everyCommand(root)
+    .filter((spec) => spec.argument !== null)
+    .map((spec) => `    ${sq(spec.path)}) REPLY=${sq(spec.argument!)} ;;`);
+  return `${fn}() {\n  REPLY=\n  case "$1" in\n${arms.join('\n')}\n  esac\n}\n`;
+}
+
+function header(shell: Shell, name: string, load: string): string {
+  return `# ${shell} completion for ${name}, generated from its command tree by \`${name} completion ${shell}\`.
+# Regenerate after an upgrade. Load it with: ${load}
+`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// bash
+// ---------------------------------------------------------------------------------------------
+
+function bashScript(name: string, root: CommandSpec): string {
+  const fn = `_${name.replace(/[^A-Za-z0-9_]/g, '_')}`;
+  return `${header('bash', name, `source <(${name} completion bash)`)}
+${shellTables(`${fn}_commands`, root, (spec) => `REPLY=${sq(spec.children.map((child) => child.name).join(' '))}`)}
+${shellTables(`${fn}_flags`, root, (spec) => `REPLY=${sq(flagsAt(root, spec.path).flatMap((flag) => flag.names).join(' '))}`)}
+${valueTable(`${fn}_value`, root)}
+${argumentTable(`${fn}_argument`, root)}
+${fn}_offer() {
+  case "$1" in
+    file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$2")) ;;
+    context) COMPREPLY=($(compgen -W "$("$3" __complete contexts 2>/dev/null)" -- "$2")) ;;
+    words:*) COMPREPLY=($(compgen -W "\${1#words:}" -- "$2")) ;;
+  esac
+}
+
+${fn}() {
+  local cur=\${COMP_WORDS[COMP_CWORD]} cmdpath= word option i REPLY
+  COMPREPLY=()
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    word=\${COMP_WORDS[i]}
+    if [[ $word == -- ]]; then
+      # The rest is watch's command: complete it as bash would.
+      compopt -o default 2>/dev/null
+      return 0
+    fi
+    if [[ $word == -* ]]; then
+      [[ $word == *=* ]] && continue
+      ${fn}_value "$cmdpath" "$word"
+      [[ -n $REPLY ]] && ((i++))
+      continue
+    fi
+    ${fn}_commands "$cmdpath"
+    [[ " $REPLY " == *" $word "* ]] && cmdpath=\${cmdpath:+$cmdpath }$word
+  done
+  # The value of a flag: "--output json", or "--output=json" (bash splits at =).
+  option=\${COMP_WORDS[COMP_CWORD-1]}
+  [[ $option == = && COMP_CWORD -gt 2 ]] && option=\${COMP_WORDS[COMP_CWORD-2]}
+  if ((COMP_CWORD > 1)) && [[ $option == -* ]]; then
+    ${fn}_value "$cmdpath" "$option"
+    if [[ -n $REPLY ]]; then
+      ${fn}_offer "$REPLY" "$cur" "\${COMP_WORDS[0]}"
+      return 0
+    fi
+  fi
+  if [[ $cur == -* ]]; then
+    ${fn}_flags "$cmdpath"
+    COMPREPLY=($(compgen -W "$REPLY" -- "$cur"))
+    return 0
+  fi
+  ${fn}_commands "$cmdpath"
+  if [[ -n $REPLY ]]; then
+    COMPREPLY=($(compgen -W "$REPLY" -- "$cur"))
+    return 0
+  fi
+  ${fn}_argument "$cmdpath"
+  [[ -n $REPLY ]] && ${fn}_offer "$REPLY" "$cur" "\${COMP_WORDS[0]}"
+  return 0
+}
+
+complete -F ${fn} ${name}
+`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// zsh
+// ---------------------------------------------------------------------------------------------
+
+/** `name:description` for _describe, with the colons of a name escaped. */
+function described(names: string[], description: string): string[] {
+  return names.map((name) => sq(`${name.replaceAll(':', '\\:')}:${oneLine(description)}`));
+}
+
+function zshScript(name: string, root: CommandSpec): string {
+  const fn = `_${name.replace(/[^A-Za-z0-9_]/g, '_')}`;
+  return `#compdef ${name}
+${header('zsh', name, `source <(${name} completion zsh), after compinit`)}
+${shellTables(`${fn}_commands`, root, (spec) => `reply=(${spec.children.flatMap((child) => described([child.name], child.description)).join(' ')})`)}
+${shellTables(`${fn}_flags`, root, (spec) => `reply=(${flagsAt(root, spec.path).flatMap((flag) => described(flag.names, flag.description)).join(' ')})`)}
+${valueTable(`${fn}_value`, root)}
+${argumentTable(`${fn}_argument`, root)}
+${fn}_offer() {
+  local -a names
+  case "$1" in
+    file) _files ;;
+    context) names=(\${(f)"$(\${words[1]} __complete contexts 2>/dev/null)"}); compadd -a names ;;
+    words:*) names=(\${=\${1#words:}}); compadd -a names ;;
+    *) _message 'value' ;;
+  esac
+}
+
+${fn}() {
+  local cmdpath= word option REPLY i
+  local -a reply
+  for ((i = 2; i < CURRENT; i++)); do
+    word=\${words[i]}
+    if [[ $word == -- ]]; then
+      # The rest is watch's command: complete it as zsh completes any command line.
+      shift $i words
+      (( CURRENT -= i ))
+      _normal
+      return
+    fi
+    if [[ $word == -* ]]; then
+      [[ $word == *=* ]] && continue
+      ${fn}_value "$cmdpath" "$word"
+      [[ -n $REPLY ]] && (( i++ ))
+      continue
+    fi
+    ${fn}_commands "$cmdpath"
+    (( \${reply[(I)\${word}:*]} )) && cmdpath=\${cmdpath:+$cmdpath }$word
+  done
+  option=\${words[CURRENT-1]}
+  if (( CURRENT > 2 )) && [[ $option == -* ]]; then
+    ${fn}_value "$cmdpath" "$option"
+    if [[ -n $REPLY ]]; then
+      ${fn}_offer "$REPLY"
+      return
+    fi
+  fi
+  if [[ \${words[CURRENT]} == -* ]]; then
+    ${fn}_flags "$cmdpath"
+    _describe -t options 'option' reply
+    return
+  fi
+  ${fn}_commands "$cmdpath"
+  if (( \${#reply} )); then
+    _describe -t commands 'command' reply
+    return
+  fi
+  ${fn}_argument "$cmdpath"
+  [[ -n $REPLY ]] && ${fn}_offer "$REPLY"
+}
+
+if [[ \${funcstack[1]} == ${fn} ]]; then
+  ${fn} "$@"
+else
+  compdef ${fn} ${name}
+fi
+`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// fish
+// ---------------------------------------------------------------------------------------------
+
+function fishScript(name: string, root: CommandSpec): string {
+  const fn = `__${name.replace(/[^A-Za-z0-9_]/g, '_')}`;
+  const specs = everyCommand(root);
+  const lines: string[] = [];
+  const commandArms = specs.map((spec) => `        case ${fq(spec.path)}\n            printf '%s\\n' ${spec.children.map((child) => fq(child.name)).join(' ')}`);
+  const valueArms = specs.flatMap((spec) => {
+    const names = flagsAt(root, spec.path).filter((flag) => flag.value !== null).flatMap((flag) => flag.names);
+    return names.length > 0 ? [`        case ${fq(spec.path)}\n            contains -- $argv[2] ${names.map(fq).join(' ')}`] : [];
+  });
+  const complete = (condition: string, rest: string): string => `complete -c ${name} -n ${fq(condition)} ${rest}`;
+  const flagLine = (flag: FlagSpec, condition: string): string => {
+    const spellings = flag.names.map((spelling) => (spelling.startsWith('--') ? `-l ${spelling.slice(2)}` : `-s ${spelling.slice(1)}`)).join(' ');
+    const value =
+      flag.value === null ? '' : flag.value === 'file' ? ' -r -F' : flag.value === 'context' ? ` -x -a ${fq(`(${fn}_contexts)`)}` : flag.value === 'any' ? ' -x' : ` -x -a ${fq(flag.value.slice('words:'.length))}`;
+    return complete(condition, `${spellings}${value} -d ${fq(oneLine(flag.description))}`);
+  };
+  for (const spec of specs) {
+    const at = `${fn}_at ${fq(spec.path)}`;
+    for (const child of spec.children) lines.push(complete(at, `-a ${fq(child.name)} -d ${fq(oneLine(child.description))}`));
+    // The program's own flags are accepted after any command, so they are offered everywhere.
+    const condition = spec.path === '' ? `not ${fn}_at __dashdash` : at;
+    for (const flag of spec.flags) lines.push(flagLine(flag, condition));
+    if (spec.argument !== null) {
+      const kind = spec.argument;
+      const offer = kind === 'file' ? '-F' : kind === 'context' ? `-a ${fq(`(${fn}_contexts)`)}` : kind === 'any' ? '' : `-a ${fq(kind.slice('words:'.length))}`;
+      if (offer) lines.push(complete(at, offer));
+    }
+  }
+  return `${header('fish', name, `${name} completion fish | source`)}
+function ${fn}_commands
+    switch "$argv[1]"
+${commandArms.join('\n')}
+    end
+end
+
+function ${fn}_takes_value
+    switch "$argv[1]"
+${valueArms.join('\n')}
+        case '*'
+            return 1
+    end
+end
+
+# The command path typed so far ('config use-context'), or __dashdash after watch's --.
+function ${fn}_path
+    set -l words (commandline -opc)
+    set -e words[1]
+    set -l cmdpath
+    set -l skip 0
+    for word in $words
+        if test $skip = 1
+            set skip 0
+            continue
+        end
+        if test "$word" = --
+            echo __dashdash
+            return
+        end
+        switch $word
+            case '--*=*'
+            case '-*'
+                ${fn}_takes_value (string join ' ' $cmdpath) $word; and set skip 1
+            case '*'
+                contains -- $word (${fn}_commands (string join ' ' $cmdpath)); and set -a cmdpath $word
+        end
+    end
+    string join ' ' $cmdpath
+end
+
+function ${fn}_at
+    set -l here (${fn}_path)
+    test "$here" = "$argv[1]"
+end
+
+function ${fn}_contexts
+    set -l words (commandline -opc)
+    $words[1] __complete contexts 2>/dev/null
+end
+
+complete -c ${name} -f
+complete -c ${name} -n ${fq(`${fn}_at __dashdash`)} -F
+${lines.join('\n')}
+`;
+}

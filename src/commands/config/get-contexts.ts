@@ -1,0 +1,70 @@
+/**
+ * `config get-contexts`: every context of the file, the one in force marked. The mark follows
+ * the same precedence as every command (--context, QUEEN_CONTEXT, current-context), so it shows
+ * what a lease command run here and now would use.
+ */
+import { configPathFor, readConfigFile, type ContextEntry } from '../../config/file.js';
+import { redactTokenRef } from '../../config/redact.js';
+import { chooseContext } from '../../config/resolve.js';
+import { ExitCode } from '../../exit.js';
+import { write } from '../../io.js';
+import { recordSink } from '../../output/records.js';
+import { renderTable } from '../../output/table.js';
+import { warningMessage } from '../../output/words.js';
+import type { LocalRuntime } from '../globals.js';
+
+/** One context as -o json prints it: every key present, secrets redacted. */
+export interface ContextRecord {
+  current: boolean;
+  name: string;
+  server: string | null;
+  'token-ref': string | null;
+  insecure: boolean;
+  cacert: string | null;
+}
+
+export function contextRecord(entry: ContextEntry, current: boolean): ContextRecord {
+  return {
+    current,
+    name: entry.name,
+    server: entry.server ?? null,
+    'token-ref': entry['token-ref'] === undefined ? null : redactTokenRef(entry['token-ref']),
+    insecure: entry.insecure ?? false,
+    cacert: entry.cacert ?? null,
+  };
+}
+
+export async function runGetContexts(runtime: LocalRuntime): Promise<ExitCode> {
+  const { io, format } = runtime;
+  const config = await readConfigFile(configPathFor(runtime.flags.config, runtime.env));
+  const chosen = chooseContext(runtime.flags, runtime.env, config);
+  const records = config.contexts.map((entry) => contextRecord(entry, entry.name === chosen?.name));
+  if (!io.quiet) {
+    if (!config.exists) {
+      await write(io.stderr, `queenctl: no config file at ${config.path}; create a context with: queenctl config set-context <name> --server <url>\n`);
+    } else if (chosen && !records.some((record) => record.current)) {
+      await write(io.stderr, warningMessage(`${chosen.how} names the context ${JSON.stringify(chosen.name)}, which ${config.path} does not have`));
+    } else if (chosen && chosen.from !== 'file' && config.currentContext !== undefined && config.currentContext !== chosen.name) {
+      await write(io.stderr, `queenctl: ${chosen.how} chooses ${JSON.stringify(chosen.name)} over the file's current-context ${JSON.stringify(config.currentContext)}\n`);
+    }
+  }
+  if (format === null) return ExitCode.Ok;
+  if (format === 'json' || format === 'ndjson' || format === 'yaml') {
+    const sink = await recordSink<ContextRecord>(io.stdout, format, false);
+    for (const record of records) await sink.add(record);
+    await sink.end();
+    return ExitCode.Ok;
+  }
+  if (records.length === 0) return ExitCode.Ok;
+  const wide = format === 'wide';
+  const headers = ['CURRENT', 'NAME', 'SERVER', 'TOKEN', ...(wide ? ['INSECURE', 'CACERT'] : [])];
+  const rows = records.map((record) => [
+    record.current ? '*' : '',
+    record.name,
+    record.server ?? '(default http://localhost:6632)',
+    record['token-ref'] ?? '-',
+    ...(wide ? [String(record.insecure), record.cacert ?? '-'] : []),
+  ]);
+  await write(io.stdout, await renderTable({ headers, rows, noHeaders: runtime.noHeaders }));
+  return ExitCode.Ok;
+}

@@ -1,0 +1,292 @@
+/**
+ * What `lease watch` shows, decided once:
+ *
+ * - `events`: `-o json`/`-o ndjson`, one event object per line on stdout, as the contract fixes.
+ *   Only errors (a lost lease, a refusal) and warnings go to stderr.
+ * - `spinner`: a terminal and no command to share it with: one ora line on stderr with the
+ *   lease, renewals so far, time to expiry, time to the next renewal and the last error;
+ *   retries, losses and notes are printed above it.
+ * - `log`: otherwise (not a terminal, or a command writing to the same terminal, where a
+ *   spinner would garble its output): one plain line per event on stderr.
+ * - `quiet` (-q): errors only.
+ *
+ * Lines are written without waiting for a slow reader: renewals must never wait on stdout.
+ * The words printed to people live here; the scheduler and the command decide what happened.
+ */
+import { formatDuration } from '../args.js';
+import type { Clock } from '../clock.js';
+import type { OutputStream } from '../io.js';
+import type { ChildExit } from '../watch/child.js';
+import type { LostEvent, RetryEvent, StoppedEvent, WatchEvent } from '../watch/events.js';
+import type { WatchFailure, WatchStatus } from '../watch/scheduler.js';
+import { LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
+
+export type WatchOutputMode = 'events' | 'spinner' | 'log' | 'quiet';
+
+export interface WatchRenderer {
+  event(event: WatchEvent): void;
+  /** Something people should know; silenced by -q. */
+  warn(text: string): void;
+  /** What the watch is doing (the command started, ended); for people only, silenced by -q. */
+  note(text: string): void;
+  /** Always shown. `text` is complete, newline included (errorMessage's format). */
+  error(text: string): void;
+  close(): void;
+}
+
+export interface WatchRendererOptions {
+  mode: WatchOutputMode;
+  stdout: OutputStream;
+  stderr: OutputStream;
+  clock: Clock;
+  color: boolean;
+  /** -q: with `events`, the stream still prints but warnings do not. */
+  quiet: boolean;
+  leaseCount: number;
+  firstLeaseId: string;
+  /** The spinner asks for this every time it redraws its text. */
+  status: () => WatchStatus;
+}
+
+/**
+ * Machine events when asked for, or in a pipe without a command (contract: JSON when stdout is
+ * not a terminal). With a command and no -o, stdout is the command's: events go to stderr.
+ */
+export function watchOutputMode(choice: {
+  format: 'table' | 'wide' | 'json' | 'ndjson' | 'yaml' | null;
+  outputGiven: boolean;
+  hasCommand: boolean;
+  quiet: boolean;
+  stderrIsTTY: boolean;
+  term: string | undefined;
+}): WatchOutputMode {
+  const { format } = choice;
+  if (format === null) return 'quiet';
+  if ((format === 'json' || format === 'ndjson') && (choice.outputGiven || !choice.hasCommand)) return 'events';
+  if (choice.quiet) return 'quiet';
+  if (choice.hasCommand || !choice.stderrIsTTY || choice.term === 'dumb') return 'log';
+  return 'spinner';
+}
+
+// --- words -----------------------------------------------------------------------------------
+
+const line = (text: string): string => `queenctl: ${text}\n`;
+const timeOf = (at: string): string => at.slice(11, 23);
+const partitions = (renewed: number): string => (renewed === 1 ? '1 partition' : `${renewed} partitions`);
+
+export function lostWords(event: LostEvent): string {
+  const what =
+    event.reason === 'not-renewed'
+      ? `the broker renewed nothing${event.detail ? ` (broker said: ${event.detail})` : ''}`
+      : `its expiry passed with no successful renewal${event.detail ? ` (last error: ${event.detail})` : ''}`;
+  return `lease ${event.leaseId} is LOST: ${what}`;
+}
+
+function retryWords(event: RetryEvent): string {
+  const left = event.remainingMs === null ? 'not renewed yet' : `${formatDuration(event.remainingMs)} left on the lease`;
+  return `lease ${event.leaseId}: ${event.error}; retry ${event.attempt} in ${formatDuration(event.retryInMs)} (${left})`;
+}
+
+function stoppedWords(event: StoppedEvent): string {
+  switch (event.reason) {
+    case 'for':
+      return `lease ${event.leaseId}: --for has elapsed; no longer renewed`;
+    case 'signal':
+      return `lease ${event.leaseId}: interrupted; no longer renewed`;
+    case 'child-exit':
+      return `lease ${event.leaseId}: the command has ended; no longer renewed`;
+    case 'error':
+      return `lease ${event.leaseId} cannot be watched: ${event.error ?? 'error'}`;
+    case 'lease-lost':
+      return `lease ${event.leaseId}: another lease of this watch is gone and the command with it; no longer renewed`;
+  }
+}
+
+export function eventWords(event: WatchEvent): string {
+  switch (event.event) {
+    case 'renewed':
+      return (
+        `lease ${event.leaseId} renewed (${partitions(event.renewed)}) until ${event.expiresAt}: ` +
+        `${formatDuration(event.remainingMs)} left, next renewal in ${formatDuration(event.nextRenewalInMs)}`
+      );
+    case 'retry':
+      return retryWords(event);
+    case 'lost':
+      return lostWords(event);
+    case 'stopped':
+      return stoppedWords(event);
+  }
+}
+
+/** What losing a lease means, said once per run after the first loss. */
+export function lostMeaning(): string {
+  return `  ${lostLeaseMeaning(false)}\n  ${LOST_LEASE_ACTION}\n`;
+}
+
+export function watchFailureMessage(failure: WatchFailure, count: number): string {
+  const which = count > 1 ? `${count} leases, first ${failure.leaseId},` : `lease ${failure.leaseId}`;
+  return line(`${which} could not be watched: ${failure.message}`) + (failure.hint ? `  ${failure.hint}\n` : '');
+}
+
+export function tokenOnCommandLineHint(): string {
+  return '--token on the command line shows in ps to every user for as long as the watch runs; use QUEEN_TOKEN or --token-file';
+}
+
+export function everyTooLongWarning(everyMs: number, seconds: number, marginMs: number): string {
+  return (
+    `--every ${formatDuration(everyMs)} is not shorter than the lease (--seconds ${seconds}): ` +
+    `each renewal comes ${formatDuration(marginMs)} before the expiry instead`
+  );
+}
+
+export function childStartedNote(command: string, pid: number, leaseCount: number): string {
+  const which = leaseCount === 1 ? 'the lease' : `all ${leaseCount} leases`;
+  return `${which} renewed; started ${command} (pid ${pid}, its own process group)`;
+}
+
+export function childNotStartedNote(command: string): string {
+  return `${command} was not started: the lease was not renewed`;
+}
+
+export function childStartFailed(command: string, exit: ChildExit): string {
+  const why = exit.startError?.code === 'ENOENT' ? 'not found (check the name and PATH)' : (exit.startError?.message ?? 'cannot be run');
+  return line(`cannot run ${command}: ${why}`);
+}
+
+export function childExitedNote(command: string, exit: ChildExit): string {
+  const how = exit.signal ? `was ended by ${exit.signal}` : `exited with status ${exit.code}`;
+  return `${command} ${how}; renewal stopped`;
+}
+
+export function forwardedNote(signal: NodeJS.Signals, command: string): string {
+  return `${signal}: passed on to ${command} and its process group; waiting for it to exit (renewal goes on meanwhile)`;
+}
+
+export function stoppingChildOnLoss(command: string, killAfterMs: number): string {
+  return line(`stopping ${command}: SIGTERM to its process group now, SIGKILL in ${formatDuration(killAfterMs)} if it is still running`);
+}
+
+export function stoppingChildOnRefusal(command: string, killAfterMs: number): string {
+  return line(`stopping ${command}: the lease cannot be renewed any more; SIGTERM to its process group, SIGKILL in ${formatDuration(killAfterMs)}`);
+}
+
+export function killedAfterNote(command: string, killAfterMs: number): string {
+  return line(`${command}'s process group was still running ${formatDuration(killAfterMs)} after SIGTERM: sent SIGKILL to it`);
+}
+
+export function leftoverNote(command: string, killAfterMs: number): string {
+  return (
+    `${command} exited but left processes running in its process group; they are no longer covered ` +
+    `by a renewed lease: SIGTERM now, SIGKILL in ${formatDuration(killAfterMs)}`
+  );
+}
+
+export function spinnerText(status: WatchStatus, now: number, leaseCount: number, leaseId: string): string {
+  const parts: string[] = [];
+  const expiry = status.earliestDeadline === null ? null : formatDuration(status.earliestDeadline - now);
+  const next = status.nextRenewalAt === null ? null : formatDuration(Math.max(0, status.nextRenewalAt - now));
+  if (leaseCount === 1) {
+    parts.push(`lease ${leaseId}: ${status.renewals} renewal${status.renewals === 1 ? '' : 's'}`);
+    parts.push(expiry === null ? 'not renewed yet' : `expires in ${expiry}`);
+  } else {
+    parts.push(`${leaseCount} leases: ${status.held} held, ${status.lost} lost, ${status.renewals} renewals`);
+    if (expiry !== null) parts.push(`earliest expiry in ${expiry}`);
+  }
+  if (next !== null) parts.push(`next renewal in ${next}`);
+  if (status.lastError) {
+    const ago = status.lastErrorAt === null ? '' : ` ${formatDuration(now - status.lastErrorAt)} ago`;
+    parts.push(`last error${ago}: ${status.lastError}`);
+  }
+  return parts.join(', ');
+}
+
+// --- renderers -------------------------------------------------------------------------------
+
+const SPINNER_REFRESH_MS = 250;
+
+/**
+ * ora moves the cursor: a stream that only looks like a terminal (a wrapper) cannot carry it,
+ * and a terminal of no width (a pty nobody sized) would make it clear lines without end.
+ */
+function canSpin(stream: OutputStream): boolean {
+  const tty = stream as OutputStream & { clearLine?: unknown; cursorTo?: unknown; moveCursor?: unknown; columns?: number };
+  const moves = typeof tty.clearLine === 'function' && typeof tty.cursorTo === 'function' && typeof tty.moveCursor === 'function';
+  return Boolean(stream.isTTY) && moves && (tty.columns ?? 0) > 0;
+}
+
+export async function watchRenderer(options: WatchRendererOptions): Promise<WatchRenderer> {
+  const { stdout, stderr } = options;
+  const mode = options.mode === 'spinner' && !canSpin(stderr) ? 'log' : options.mode;
+  let explainedLoss = false;
+  const explainLoss = (): void => {
+    if (explainedLoss) return;
+    explainedLoss = true;
+    stderr.write(lostMeaning());
+  };
+
+  if (mode === 'events' || mode === 'quiet') {
+    return {
+      event(event) {
+        if (mode === 'events') stdout.write(`${JSON.stringify(event)}\n`);
+        // A loss is the one event people must see whatever was asked for. Errors that end a
+        // lease's watch are summed up once by the command instead of once per lease.
+        if (event.event !== 'lost') return;
+        stderr.write(line(eventWords(event)));
+        explainLoss();
+      },
+      warn: (text) => void (!options.quiet && stderr.write(line(`warning: ${text}`))),
+      note: () => {},
+      error: (text) => void stderr.write(text),
+      close: () => {},
+    };
+  }
+
+  if (mode === 'log') {
+    return {
+      event(event) {
+        stderr.write(line(`${timeOf(event.at)} ${eventWords(event)}`));
+        if (event.event === 'lost') explainLoss();
+      },
+      warn: (text) => void stderr.write(line(`warning: ${text}`)),
+      note: (text) => void stderr.write(line(text)),
+      error: (text) => void stderr.write(text),
+      close: () => {},
+    };
+  }
+
+  // Loaded only here: every other run of queenctl would pay for ora's start-up.
+  const { default: ora } = await import('ora');
+  const { loadStyle } = await import('./style.js');
+  const style = await loadStyle(options.color);
+  const spinner = ora({
+    stream: stderr as unknown as NodeJS.WritableStream,
+    isEnabled: true,
+    // ora would otherwise put the terminal in raw mode and swallow what is typed.
+    discardStdin: false,
+    color: options.color ? 'cyan' : false,
+  });
+  const refresh = (): void => {
+    spinner.text = spinnerText(options.status(), options.clock.now(), options.leaseCount, options.firstLeaseId);
+  };
+  refresh();
+  spinner.start();
+  const timer = setInterval(refresh, SPINNER_REFRESH_MS);
+  // ora redraws itself around lines written to its stream while it spins.
+  const above = (text: string): void => void stderr.write(text);
+  return {
+    event(event) {
+      if (event.event === 'renewed') return refresh();
+      const words = eventWords(event);
+      above(line(`${timeOf(event.at)} ${event.event === 'lost' || (event.event === 'stopped' && event.reason === 'error') ? style.bad(words) : event.event === 'retry' ? style.warn(words) : words}`));
+      if (event.event === 'lost') explainLoss();
+      refresh();
+    },
+    warn: (text) => above(line(style.warn(`warning: ${text}`))),
+    note: (text) => above(line(text)),
+    error: (text) => above(text),
+    close() {
+      clearInterval(timer);
+      spinner.stop();
+    },
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * What a watch reports, one event at a time (contract, "watch"): the names and the keys
+ * `event`, `leaseId`, `at` and each event's own keys are fixed there; the rest are additions.
+ * `-o json`/`-o ndjson` print these objects as they are.
+ */
+
+/** Why a lease is gone: the broker renewed nothing, or its known expiry passed unrenewed. */
+export type LostReason = 'not-renewed' | 'expired';
+
+/**
+ * Why watching a lease ended for another reason. `for`, `signal` and `child-exit` are the
+ * contract's. Added: `error`, a lease that could not be watched (a refused token, or a broker
+ * that failed before the first renewal), with the error in `error`; and `lease-lost`, a watch
+ * with a command whose other lease was lost, so the command was stopped or never started.
+ */
+export type StopReason = 'for' | 'signal' | 'child-exit' | 'error' | 'lease-lost';
+
+export interface RenewedEvent {
+  event: 'renewed';
+  leaseId: string;
+  at: string;
+  renewed: number;
+  /** As the broker sent it. */
+  expiresAt: string | null;
+  /** Time left, measured without trusting the local clock's agreement with the broker's. */
+  remainingMs: number;
+  nextRenewalInMs: number;
+}
+
+export interface RetryEvent {
+  event: 'retry';
+  leaseId: string;
+  at: string;
+  error: string;
+  /** Failures in a row, 1 for the first. */
+  attempt: number;
+  retryInMs: number;
+  /** Time the lease has left; null before its first renewal, when nothing is known. */
+  remainingMs: number | null;
+}
+
+export interface LostEvent {
+  event: 'lost';
+  leaseId: string;
+  at: string;
+  reason: LostReason;
+  /** The broker's own words (older brokers), or the last error before the expiry passed. */
+  detail: string | null;
+}
+
+export interface StoppedEvent {
+  event: 'stopped';
+  leaseId: string;
+  at: string;
+  reason: StopReason;
+  error?: string;
+}
+
+export type WatchEvent = RenewedEvent | RetryEvent | LostEvent | StoppedEvent;

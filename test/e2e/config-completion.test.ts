@@ -1,0 +1,136 @@
+/**
+ * Around the edges: completion scripts that load in their shells and offer exactly what the
+ * command tree has (read back from --help, the other view of that tree), and --help with
+ * examples on every command.
+ */
+import assert from 'node:assert/strict';
+import { execFile as execFileCallback, execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { BIN, cleanEnv, runCli } from '../support/cli.js';
+
+const execFile = promisify(execFileCallback);
+let env: NodeJS.ProcessEnv;
+let bashScript: string;
+
+/** The Commands and Options sections of a command's --help. */
+interface HelpView {
+  commands: string[];
+  flags: string[];
+  text: string;
+}
+
+const helpViews = new Map<string, Promise<HelpView>>();
+
+/** Each command's --help is read once per run (a spawn each). */
+function help(path: string[]): Promise<HelpView> {
+  const key = path.join(' ');
+  if (!helpViews.has(key)) helpViews.set(key, readHelp(path));
+  return helpViews.get(key)!;
+}
+
+async function readHelp(path: string[]): Promise<HelpView> {
+  const result = await runCli([...path, '--help'], { env: { HOME: env.HOME } });
+  assert.equal(result.code, 0, result.stderr);
+  const section = (title: string): string[] => {
+    const match = new RegExp(`^${title}:\\n((?:  .*\\n|\\s*\\n)*?)(?:\\S|$)`, 'm').exec(result.stdout);
+    return (match?.[1] ?? '').split('\n').filter((line) => /^ {2}\S/.test(line));
+  };
+  const flags = [...section('Options'), ...section('Global Options')].flatMap((line) => line.trim().split(/\s{2,}/)[0]!.split(/,\s*/).map((flag) => flag.split(' ')[0]!));
+  const commands = section('Commands').map((line) => line.trim().split(/\s+/)[0]!);
+  return { commands, flags, text: result.stdout };
+}
+
+/** Every command path of the tree, walked through --help. */
+async function commandPaths(): Promise<string[][]> {
+  const paths: string[][] = [[]];
+  for (let i = 0; i < paths.length; i++) {
+    const { commands } = await help(paths[i]!);
+    for (const name of commands) if (name !== 'help') paths.push([...paths[i]!, name]);
+  }
+  return paths;
+}
+
+/** What bash offers for the command line `words` (the last word is the one being completed). */
+function bashComplete(words: string[]): string[] {
+  const program = `source ${JSON.stringify(bashScript)}
+COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}
+_queenctl; printf '%s\\n' "\${COMPREPLY[@]}"`;
+  return execFileSync('bash', ['-c', program], { env, encoding: 'utf8' }).split('\n').filter(Boolean).sort();
+}
+
+before(() => {
+  const home = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
+  mkdirSync(join(home, '.queen'));
+  writeFileSync(join(home, '.queen', 'config.yaml'), 'current-context: prod\ncontexts:\n  - name: prod\n  - name: staging\n');
+  // `queenctl` on PATH, as an installed one would be: the scripts call it for context names.
+  const bin = mkdtempSync(join(tmpdir(), 'queenctl-bin-'));
+  writeFileSync(join(bin, 'queenctl'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"\n`);
+  chmodSync(join(bin, 'queenctl'), 0o755);
+  env = cleanEnv({ HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` });
+  bashScript = join(bin, 'queenctl.bash');
+  writeFileSync(bashScript, execFileSync('queenctl', ['completion', 'bash'], { env, encoding: 'utf8' }));
+});
+
+describe('completion', () => {
+  it('bash: `source <(queenctl completion bash)` loads cleanly and registers queenctl', async () => {
+    const { stdout, stderr } = await execFile('bash', ['-c', 'source <(queenctl completion bash) && complete -p queenctl'], { env });
+    assert.equal(stderr, '');
+    assert.match(stdout, /complete -F _queenctl queenctl/);
+  });
+
+  it('bash offers, at every command, exactly the subcommands and flags its --help lists', async () => {
+    for (const path of await commandPaths()) {
+      const view = await help(path);
+      // A command without subcommands offers its argument's values instead (tested below).
+      if (view.commands.length > 0) {
+        assert.deepEqual(bashComplete(['queenctl', ...path, '']), [...view.commands].sort(), `subcommands of "${path.join(' ')}"`);
+      }
+      const flags = bashComplete(['queenctl', ...path, '-']);
+      assert.deepEqual(flags, [...new Set(view.flags)].sort(), `flags of "${path.join(' ')}"`);
+    }
+  });
+
+  it('bash completes values: output formats, shells, and context names from the config file', () => {
+    assert.deepEqual(bashComplete(['queenctl', 'lease', 'extend', '-o', '']), ['json', 'ndjson', 'table', 'wide', 'yaml']);
+    assert.deepEqual(bashComplete(['queenctl', 'completion', '']), ['bash', 'fish', 'zsh']);
+    assert.deepEqual(bashComplete(['queenctl', 'config', 'use-context', '']), ['prod', 'staging']);
+    assert.deepEqual(bashComplete(['queenctl', '--context', 's']), ['staging']);
+    // A flag's value is not mistaken for a command: `--server lease` does not enter `lease`.
+    assert.deepEqual(bashComplete(['queenctl', '--server', 'http://x', 'config', 'v']), ['view']);
+  });
+
+  for (const shell of ['zsh', 'fish'] as const) {
+    const installed = (() => {
+      try {
+        execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore' });
+        return true;
+      } catch {
+        return false;
+      }
+    })();
+    it(`${shell}: the script loads without an error`, { skip: installed ? false : `${shell} is not installed here` }, async () => {
+      const load = shell === 'zsh' ? 'autoload -U compinit && compinit -u && source <(queenctl completion zsh)' : 'queenctl completion fish | source; and complete -C "queenctl config use-context "';
+      const { stdout, stderr } = await execFile(shell, ['-c', load], { env });
+      assert.equal(stderr, '');
+      if (shell === 'fish') assert.deepEqual(stdout.split('\n').filter(Boolean).sort(), ['prod', 'staging']);
+    });
+  }
+});
+
+describe('help', () => {
+  it('every command\'s --help carries examples', async () => {
+    for (const path of await commandPaths()) {
+      const { text } = await help(path);
+      assert.match(text, /\nExamples:\n( {2}.*queenctl .*\n)+/, `queenctl ${path.join(' ')} --help has no examples`);
+    }
+  });
+
+  it('version prints queenctl\'s version and Node\'s', async () => {
+    const result = await runCli(['version']);
+    assert.match(result.stdout, new RegExp(`^queenctl \\d+\\.\\d+\\.\\d+ \\(node ${process.version.replaceAll('.', '\\.')}\\)\\n$`));
+  });
+});

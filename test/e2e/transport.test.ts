@@ -1,0 +1,221 @@
+/**
+ * How queenctl reaches the broker, end to end with the built binary: https with a certificate
+ * made here, a proxy run here, several replicas, and a token that never shows in any output.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { startSimulator, type Simulator } from '../simulator/simulator.js';
+import { runCli } from '../support/cli.js';
+import { startProxy, type TestProxy } from '../support/proxy.js';
+import { makeCertificate, type TestCertificate } from '../support/tls.js';
+
+const TOKEN = 'eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXBheWxvYWQ.c2lnbmF0dXJlLWJ5dGVz';
+let plain: Simulator;
+let secure: Simulator;
+let certificate: TestCertificate;
+let scratch: string;
+
+/** A port with nothing listening: connections to it are refused at once. */
+async function deadPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+before(async () => {
+  certificate = makeCertificate();
+  scratch = mkdtempSync(join(tmpdir(), 'queenctl-transport-'));
+  plain = await startSimulator({ tokens: { [TOKEN]: { role: 'read-write' } } });
+  secure = await startSimulator({ tls: { key: certificate.key, cert: certificate.cert }, tokens: { [TOKEN]: { role: 'read-write' } } });
+});
+after(async () => {
+  await plain.close();
+  await secure.close();
+});
+beforeEach(() => {
+  for (const sim of [plain, secure]) {
+    sim.clearFaults();
+    sim.resetLog();
+  }
+});
+
+describe('https', () => {
+  it('--cacert trusts the broker\'s CA: the renewal goes through, without a warning', async () => {
+    const leaseId = secure.mint();
+    const result = await runCli(['lease', 'extend', leaseId, '--server', secure.url, '--token', TOKEN, '--cacert', certificate.certFile]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(secure.url, /^https:/);
+    assert.equal(JSON.parse(result.stdout).renewed, 1);
+    assert.equal(secure.log[0]?.authorization, `Bearer ${TOKEN}`);
+    assert.equal(result.stderr, '');
+  });
+
+  it('without --cacert a self-signed broker is refused: exit 2, a TLS message, nothing sent', async () => {
+    const result = await runCli(['lease', 'extend', 'some-lease', '--server', secure.url, '--token', TOKEN]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /TLS connection to https:\/\/127\.0\.0\.1:\d+ failed/);
+    assert.match(result.stderr, /--cacert/);
+    assert.equal(secure.log.length, 0, 'no request reached the broker');
+  });
+
+  it('--insecure connects anyway and warns that the certificate is not verified', async () => {
+    const leaseId = secure.mint();
+    const result = await runCli(['lease', 'extend', leaseId, '--server', secure.url, '--token', TOKEN, '--insecure']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stderr, /warning: --insecure: the TLS certificate of 127\.0\.0\.1:\d+ is not verified/);
+  });
+
+  it('a context\'s cacert is read relative to the config file', async () => {
+    const directory = mkdtempSync(join(scratch, 'ctx-'));
+    writeFileSync(join(directory, 'ca.pem'), certificate.cert);
+    writeFileSync(join(directory, 'config.yaml'), `current-context: tls\ncontexts:\n  - name: tls\n    server: ${secure.url}\n    cacert: ca.pem\n`);
+    const leaseId = secure.mint();
+    const result = await runCli(['lease', 'extend', leaseId, '--token', TOKEN], { env: { QUEEN_CONFIG: join(directory, 'config.yaml') } });
+    assert.equal(result.code, 0, result.stderr);
+  });
+});
+
+describe('proxies', () => {
+  let proxy: TestProxy;
+  before(async () => {
+    proxy = await startProxy();
+  });
+  after(() => proxy.close());
+  beforeEach(() => proxy.targets.splice(0));
+
+  it('HTTPS_PROXY carries an https renewal through a CONNECT tunnel, with the broker\'s TLS inside it', async () => {
+    const leaseId = secure.mint();
+    const result = await runCli(['lease', 'extend', leaseId, '--server', secure.url, '--token', TOKEN, '--cacert', certificate.certFile], {
+      env: { HTTPS_PROXY: proxy.url, NO_PROXY: '' },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(proxy.targets, [new URL(secure.url).host]);
+    assert.equal(secure.log.length, 1);
+  });
+
+  it('HTTP_PROXY carries plain http, and NO_PROXY sends a listed host around it', async () => {
+    const leaseId = plain.mint();
+    const via = await runCli(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN], { env: { HTTP_PROXY: proxy.url } });
+    assert.equal(via.code, 0, via.stderr);
+    assert.deepEqual(proxy.targets, [new URL(plain.url).host]);
+    const around = await runCli(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN], { env: { HTTP_PROXY: proxy.url, NO_PROXY: '127.0.0.1' } });
+    assert.equal(around.code, 0, around.stderr);
+    assert.equal(proxy.targets.length, 1, 'the second request did not go through the proxy');
+    assert.equal(plain.log.length, 2);
+  });
+});
+
+describe('plain http and the token', () => {
+  it('warns when the token would cross the network in clear text, and not for loopback', async () => {
+    const proxy = await startProxy({ host: '127.0.0.1', port: plain.port });
+    try {
+      const leaseId = plain.mint();
+      // The name resolves nowhere: only the proxy (which sends it to the simulator) can reach it.
+      const remote = await runCli(['lease', 'extend', leaseId, '--server', 'http://queen.example.test:6632', '--token', TOKEN], {
+        env: { HTTP_PROXY: proxy.url },
+      });
+      assert.equal(remote.code, 0, remote.stderr);
+      assert.match(remote.stderr, /warning: the bearer token goes over plain http to queen\.example\.test:6632/);
+      assert.deepEqual(proxy.targets, ['queen.example.test:6632']);
+      const local = await runCli(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN]);
+      assert.equal(local.code, 0, local.stderr);
+      assert.doesNotMatch(local.stderr, /plain http/);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('-v traces every request, and no byte of the token appears on stdout or stderr', async () => {
+    const tokenFile = join(scratch, 'token');
+    writeFileSync(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
+    const leaseId = plain.mint();
+    // A broker (or proxy) that quotes the request's headers back in its error: the worst case.
+    plain.inject({ kind: 'status', status: 503, body: JSON.stringify({ error: `upstream said: Authorization: Bearer ${TOKEN}` }), times: 1 });
+    const dead = await deadPort();
+    for (const args of [
+      ['--token', TOKEN],
+      ['--token-file', tokenFile],
+    ]) {
+      plain.inject({ kind: 'status', status: 400, body: `bad request from Bearer ${TOKEN}`, times: 1 });
+      const result = await runCli(['lease', 'extend', leaseId, 'other-lease', '-v', '-o', 'json', '--server', `http://127.0.0.1:${dead},${plain.url}`, ...args]);
+      const output = result.stdout + result.stderr;
+      assert.match(result.stderr, /POST http:\/\/127\.0\.0\.1:\d+\/api\/v1\/lease\//, 'the trace is there');
+      assert.match(result.stderr, /authorization: Bearer \[redacted\]/);
+      assert.ok(!output.includes(TOKEN), `the token leaked:\n${output}`);
+      // Not even a long piece of it (a JWT's signature alone is a secret).
+      assert.ok(!output.includes(TOKEN.slice(-20)), 'a piece of the token leaked');
+    }
+    const fromEnv = await runCli(['lease', 'extend', leaseId, '-v', '--server', plain.url], { env: { QUEEN_TOKEN: TOKEN } });
+    assert.equal(fromEnv.code, 0, fromEnv.stderr);
+    assert.ok(!(fromEnv.stdout + fromEnv.stderr).includes(TOKEN));
+    assert.match(fromEnv.stderr, /token from QUEEN_TOKEN/);
+  });
+});
+
+describe('replicas', () => {
+  it('fails over from a dead replica to a live one, and -v says which answered', async () => {
+    const dead = await deadPort();
+    const leaseId = plain.mint();
+    const result = await runCli(['lease', 'extend', leaseId, '-v', '--token', TOKEN, '--server', `http://127.0.0.1:${dead},${plain.url}`]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(JSON.parse(result.stdout).renewed, 1);
+    assert.match(result.stderr, new RegExp(`http://127\\.0\\.0\\.1:${dead} failed \\(cannot reach the broker .*connection refused\\); trying the next replica, ${plain.url}`));
+    assert.match(result.stderr, new RegExp(`HTTP 200 from ${plain.url} \\(replica 2 of 2\\)`));
+  });
+
+  it('a 5xx from one replica goes to the next; a 4xx or a lost lease does not', async () => {
+    const other = await startSimulator({ tokens: { [TOKEN]: { role: 'read-write' } } });
+    try {
+      const leaseId = plain.mint();
+      other.inject({ kind: 'status', status: 503 });
+      const servers = `${other.url},${plain.url}`;
+      const failedOver = await runCli(['lease', 'extend', leaseId, '--token', TOKEN, '--server', servers]);
+      assert.equal(failedOver.code, 0, failedOver.stderr);
+      assert.equal(other.log.length, 1);
+      assert.equal(plain.log.length, 1);
+
+      other.clearFaults();
+      other.resetLog();
+      plain.resetLog();
+      // The first replica answers "not renewed": that is the broker's word, not a failure.
+      const lost = await runCli(['lease', 'extend', 'unknown-lease', '--token', TOKEN, '--server', servers]);
+      assert.equal(lost.code, 4);
+      assert.equal(other.log.length, 1);
+      assert.equal(plain.log.length, 0, 'a lost lease is not asked of another replica');
+
+      const refused = await runCli(['lease', 'extend', leaseId, '--token', 'wrong-token', '--server', servers]);
+      assert.equal(refused.code, 3);
+      assert.equal(plain.log.length, 0, 'a 401 is not asked of another replica');
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('a replica that hangs gets its share of --timeout, then the next one answers; later requests start there', async () => {
+    const hung = await startSimulator({ tokens: { [TOKEN]: { role: 'read-write' } } });
+    try {
+      hung.inject({ kind: 'hang' });
+      const leases = [plain.mint(), plain.mint(), plain.mint()];
+      const result = await runCli(['lease', 'extend', ...leases, '--token', TOKEN, '--concurrency', '1', '--timeout', '2s', '--server', `${hung.url},${plain.url}`]);
+      // Had the hung replica used the whole --timeout, nothing would be left for the next: exit 2.
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(hung.log.length, 1, 'after the failover, requests go to the replica that answered');
+      assert.equal(plain.log.length, 3);
+    } finally {
+      await hung.close();
+    }
+  });
+
+  it('when every replica fails, the error names each, and the exit code is 2', async () => {
+    const [first, second] = [await deadPort(), await deadPort()];
+    const result = await runCli(['lease', 'extend', 'some-lease', '--retries', '0', '--server', `http://127.0.0.1:${first},http://127.0.0.1:${second}`]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, new RegExp(`no replica of the broker could renew: .*127\\.0\\.0\\.1:${first}.*; .*127\\.0\\.0\\.1:${second}`));
+  });
+});

@@ -1,0 +1,167 @@
+/**
+ * How a watch without a command ends and with which status (contract, "watch" and "Exit
+ * codes"), called as a function: buffer IO, a fake clock and a fake broker.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { RequestOptions } from '../../src/broker/client.js';
+import type { Renewal } from '../../src/broker/contract.js';
+import { checkCommand, runWatch, type WatchOptions } from '../../src/commands/lease/watch.js';
+import { AuthError, BrokerError, UsageError } from '../../src/exit.js';
+import { FakeClock, bufferIO } from '../support/fakes.js';
+
+const S = 1000;
+
+function fakeBroker(clock: FakeClock) {
+  const expiries = new Map<string, number>();
+  const broker = {
+    expiries,
+    failure: null as Error | null,
+    requests: 0,
+    mint(leaseId: string, seconds = 3): string {
+      expiries.set(leaseId, clock.now() + seconds * S);
+      return leaseId;
+    },
+    client: {
+      server: 'http://broker.test',
+      extend: async (leaseId: string, seconds: number, _options?: RequestOptions): Promise<Renewal> => {
+        broker.requests++;
+        if (broker.failure) throw broker.failure;
+        const now = clock.now();
+        const current = expiries.get(leaseId);
+        const live = current !== undefined && current > now;
+        const expiresAtMs = live ? Math.max(current, now + seconds * S) : null;
+        if (live) expiries.set(leaseId, expiresAtMs as number);
+        const iso = expiresAtMs === null ? null : new Date(expiresAtMs).toISOString();
+        return {
+          result: { leaseId, success: live, renewed: live ? 1 : 0, newExpiresAt: iso, expiresAt: iso, lease_expires_at: iso },
+          shape: 'documented',
+          reason: null,
+          expiresAtMs,
+          brokerDateMs: Math.floor(now / 1000) * 1000,
+        };
+      },
+    },
+  };
+  return broker;
+}
+
+const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+function start(leaseIds: string[], options: Partial<WatchOptions> = {}, setup: (broker: ReturnType<typeof fakeBroker>) => void = () => {}) {
+  const clock = new FakeClock();
+  const broker = fakeBroker(clock);
+  for (const leaseId of leaseIds) if (leaseId !== 'unknown') broker.mint(leaseId);
+  setup(broker);
+  const io = bufferIO();
+  const controller = new AbortController();
+  let code: number | null = null;
+  const done = runWatch(
+    {
+      leaseIds,
+      seconds: 3,
+      everyMs: S,
+      forMs: undefined,
+      killAfterMs: 10 * S,
+      requestTimeoutMs: 10 * S,
+      concurrency: 4,
+      command: null,
+      output: 'events',
+      tokenOnCommandLine: false,
+      ...options,
+    },
+    { io, client: broker.client, clock, signal: controller.signal },
+    { env: {}, argvAfterDashDash: null, relaySignals: () => () => {} },
+  ).then((result) => (code = result));
+  return {
+    clock,
+    broker,
+    io,
+    controller,
+    done,
+    code: () => code,
+    events: () => io.stdout.text.trimEnd().split('\n').filter(Boolean).map((line) => JSON.parse(line) as { event: string; leaseId: string; reason?: string }),
+    async advance(ms: number, stepMs = 10) {
+      await flush();
+      for (let moved = 0; moved < ms && code === null; moved += stepMs) {
+        clock.advance(stepMs);
+        await flush();
+      }
+    },
+  };
+}
+
+describe('lease watch without a command: how it ends', () => {
+  it('goes on with the leases still held, and exits 4 once none is left', async () => {
+    const w = start(['a', 'b']);
+    await w.advance(2_500);
+    w.broker.expiries.delete('a');
+    await w.advance(1_500);
+    assert.equal(w.code(), null, 'b is still held: the watch goes on');
+    w.broker.expiries.delete('b');
+    await w.advance(1_500);
+    assert.equal(await w.done, 4);
+    assert.deepEqual(w.events().filter((e) => e.event === 'lost').map((e) => e.leaseId), ['a', 'b']);
+  });
+
+  it('--for: exits 0 when no lease was lost', async () => {
+    const w = start(['a'], { forMs: 5 * S });
+    await w.advance(6 * S);
+    assert.equal(await w.done, 0);
+    assert.deepEqual(w.events().at(-1), { event: 'stopped', leaseId: 'a', at: '2026-12-02T10:00:05.000Z', reason: 'for' });
+  });
+
+  it('--for: exits 4 when a lease was lost on the way', async () => {
+    const w = start(['a', 'b'], { forMs: 5 * S });
+    await w.advance(1_500);
+    w.broker.expiries.delete('b');
+    await w.advance(5 * S);
+    assert.equal(await w.done, 4);
+    assert.deepEqual(w.events().filter((e) => e.event === 'stopped').map((e) => [e.leaseId, e.reason]), [['a', 'for']]);
+  });
+
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    it(`${signal}: exits ${code} with a stopped event of reason signal`, async () => {
+      const w = start(['a']);
+      await w.advance(1_500);
+      w.controller.abort(signal);
+      await w.advance(100);
+      assert.equal(await w.done, code);
+      assert.deepEqual(w.events().at(-1)?.reason, 'signal');
+    });
+  }
+
+  it('a refused token: exits 3 with one message and its hint', async () => {
+    const w = start(['a', 'b', 'c'], {}, (broker) => (broker.failure = new AuthError('the broker refused the renewal (HTTP 403: Insufficient permissions)', 403, 'extending a lease needs a token with the read-write role')));
+    await w.advance(100);
+    assert.equal(await w.done, 3);
+    assert.equal(w.io.stderr.text.match(/HTTP 403/g)?.length, 1);
+    assert.match(w.io.stderr.text, /read-write role/);
+  });
+
+  it('a broker unreachable from the start: retried for one lease\'s time, then exit 2 saying what to do', async () => {
+    const w = start(['a'], {}, (broker) => (broker.failure = new BrokerError('cannot reach the broker at http://broker.test: connection refused', true, 'is the broker running? check --server')));
+    await w.advance(4 * S);
+    assert.equal(await w.done, 2);
+    assert.ok(w.broker.requests > 3, 'retried');
+    assert.match(w.io.stderr.text, /lease a could not be watched: no renewal succeeded within 3s of starting: cannot reach the broker/);
+    assert.match(w.io.stderr.text, /is the broker running\?/);
+    assert.ok(w.events().some((e) => e.event === 'retry'));
+  });
+
+  it('a lease id twice is watched once', async () => {
+    const w = start(['a', 'a'], { forMs: 1_500 });
+    await w.advance(2 * S);
+    assert.equal(await w.done, 0);
+    assert.equal(w.broker.requests, 2);
+  });
+});
+
+describe('lease watch: the command after --', () => {
+  it('must be there when -- is, and does not go with --for', () => {
+    assert.throws(() => checkCommand({ command: [], forMs: undefined }), UsageError);
+    assert.throws(() => checkCommand({ command: ['./job.sh'], forMs: 1_000 }), /--for ends a watch without a command/);
+    assert.doesNotThrow(() => checkCommand({ command: ['./job.sh'], forMs: undefined }));
+    assert.doesNotThrow(() => checkCommand({ command: null, forMs: 1_000 }));
+  });
+});
