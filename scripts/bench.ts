@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { SimulatorControl } from '../test/simulator/control.js';
 
-const BIN = fileURLToPath(new URL('../../bin/queenctl.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/queenctl.cjs', import.meta.url));
 const SIMULATOR = fileURLToPath(new URL('../test/simulator/main.js', import.meta.url));
 
 const { values: flags } = parseArgs({

@@ -10,7 +10,7 @@ import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startSimulator, type Simulator } from '../test/simulator/simulator.js';
 
-const BIN = fileURLToPath(new URL('../../bin/queenctl.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/queenctl.cjs', import.meta.url));
 const color = process.stdout.isTTY && !process.env.NO_COLOR;
 const bold = (text: string): string => (color ? `\u001b[1m${text}\u001b[0m` : text);
 const dim = (text: string): string => (color ? `\u001b[2m${text}\u001b[0m` : text);

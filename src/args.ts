@@ -108,12 +108,15 @@ export interface StdinLike extends AsyncIterable<Buffer | string> {
  * Expands the `<leaseId...>` arguments: `-` reads whitespace-separated ids from stdin. The
  * arguments are checked before anything is sent; ids from stdin as they arrive.
  */
-export function leaseIdSource(args: readonly string[], stdin: StdinLike): LeaseIdSource {
+export function leaseIdSource(args: readonly string[], openStdin: StdinLike | (() => StdinLike)): LeaseIdSource {
+  // Standard input is opened only for `-`: creating process.stdin costs start-up time.
+  let opened: StdinLike | undefined;
+  const stdinStream = (): StdinLike => (opened ??= typeof openStdin === 'function' ? openStdin() : openStdin);
   if (args.length === 0) throw new UsageError('missing lease id', 'give one or more lease ids, or - to read them from standard input');
   if (args.filter((arg) => arg === '-').length > 1) throw new UsageError('- (standard input) may be given once');
   args.forEach((arg, index) => arg !== '-' && checkLeaseId(arg, `lease id #${index + 1}`));
   const readsStdin = args.includes('-');
-  if (readsStdin && stdin.isTTY) {
+  if (readsStdin && stdinStream().isTTY) {
     throw new UsageError('- reads lease ids from standard input, but it is a terminal', 'pipe them in: cat ids.txt | queenctl lease extend -');
   }
   let cancelled = false;
@@ -121,7 +124,7 @@ export function leaseIdSource(args: readonly string[], stdin: StdinLike): LeaseI
     single: args.length === 1 && !readsStdin,
     cancel: () => {
       cancelled = true;
-      if (readsStdin) stdin.destroy?.();
+      if (readsStdin) stdinStream().destroy?.();
     },
     ids: (async function* () {
       for (const arg of args) {
@@ -131,7 +134,7 @@ export function leaseIdSource(args: readonly string[], stdin: StdinLike): LeaseI
         }
         let count = 0;
         try {
-          for await (const leaseId of splitWhitespace(stdin)) {
+          for await (const leaseId of splitWhitespace(stdinStream())) {
             count++;
             yield checkLeaseId(leaseId, `lease id #${count} on standard input`);
           }

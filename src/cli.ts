@@ -57,7 +57,9 @@ export async function main(argv: string[]): Promise<void> {
     env: process.env,
     stdout: process.stdout,
     stderr: process.stderr,
-    stdin: process.stdin,
+    get stdin() {
+      return process.stdin;
+    },
     signal: controller.signal,
     argvAfterDashDash: argv.includes('--') ? argv.slice(argv.indexOf('--') + 1) : null,
     relaySignals,

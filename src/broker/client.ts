@@ -136,7 +136,7 @@ export class BrokerClient {
   private async failover<T>(path: string, body: string, options: RequestOptions, judge: (answer: RawAnswer, replica: Replica) => T): Promise<T> {
     const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
     const request = requestSignal(timeoutMs, options.signal);
-    const startedAt = performance.now();
+    const startedAt = monotonicMs();
     const failures: Array<{ replica: Replica; error: Error }> = [];
     const count = this.replicas.length;
     const first = this.preferred;
@@ -145,7 +145,7 @@ export class BrokerClient {
         const index = (first + tried) % count;
         const replica = this.replicas[index]!;
         const left = count - tried;
-        const shareMs = left > 1 ? Math.max(1, (timeoutMs - (performance.now() - startedAt)) / left) : undefined;
+        const shareMs = left > 1 ? Math.max(1, (timeoutMs - (monotonicMs() - startedAt)) / left) : undefined;
         const label = count > 1 ? ` (replica ${index + 1} of ${count})` : '';
         const outcome = await this.attempt(replica, path, body, options, request, shareMs, label, judge);
         if (outcome.ok) {
@@ -215,8 +215,8 @@ export class BrokerClient {
   private async send(replica: Replica, path: string, body: string, request: RequestSignal, shareMs: number | undefined, label: string): Promise<RawAnswer> {
     const attempt = shareMs === undefined ? undefined : attemptSignal(request.signal, shareMs);
     const trace = this.options.trace;
-    const startedAt = performance.now();
-    const took = (): string => `${Math.round(performance.now() - startedAt)}ms`;
+    const startedAt = monotonicMs();
+    const took = (): string => `${Math.round(monotonicMs() - startedAt)}ms`;
     trace?.(`POST ${replica.origin}${replica.basePath}${path}${label} ${body}${this.options.token ? ' (authorization: Bearer [redacted])' : ''}`);
     try {
       const agent = await this.dispatcher();
@@ -347,6 +347,11 @@ function requestSignal(timeoutMs: number, outer: AbortSignal | undefined): Reque
  */
 export function leaseIdSegment(leaseId: string): string {
   return encodeURIComponent(leaseId);
+}
+
+/** Milliseconds on a monotonic clock; process.hrtime, since the global `performance` loads perf_hooks. */
+function monotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
 }
 
 async function readCapped(body: Dispatcher.ResponseData['body']): Promise<string> {

@@ -163,7 +163,10 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       const io: IO = {
         stdout,
         stderr,
-        stdin: ports.stdin,
+        // Read on use: creating process.stdin costs ~7 ms that only `-` needs.
+        get stdin() {
+          return ports.stdin;
+        },
         color: decideColor(flags.color, ports.env, stdoutIsTTY),
         quiet: Boolean(flags.quiet),
         verbose: Boolean(flags.verbose),
@@ -209,7 +212,10 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       const io: IO = {
         stdout: ports.stdout,
         stderr: ports.stderr,
-        stdin: ports.stdin,
+        // Read on use: creating process.stdin costs ~7 ms that only `-` needs.
+        get stdin() {
+          return ports.stdin;
+        },
         color: decideColor(flags.color, ports.env, stdoutIsTTY),
         quiet: Boolean(flags.quiet),
         verbose: Boolean(flags.verbose),

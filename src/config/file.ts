@@ -4,7 +4,8 @@
  * config file never pays for it. A missing file is an empty config, never an error; a malformed
  * one is a usage error that names the file and the line.
  */
-import { readFile } from 'node:fs/promises';
+// Sync reads: one small file at start-up, and node:fs/promises would load readline with it.
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Document, LineCounter, Node as YamlNode } from 'yaml';
@@ -44,7 +45,7 @@ export function configPathFor(flag: string | undefined, env: NodeJS.ProcessEnv):
 /** The file's text, or null when there is none. */
 export async function readConfigText(path: string): Promise<string | null> {
   try {
-    return await readFile(path, 'utf8');
+    return readFileSync(path, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return null;

@@ -5,7 +5,8 @@
  *
  * Nothing here ever puts the token into a message: errors and -v notes name where it came from.
  */
-import { readFile, stat } from 'node:fs/promises';
+// Sync reads of small files at start-up: node:fs/promises would load readline with it.
+import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../exit.js';
@@ -237,7 +238,7 @@ function tokenFileOf(context: ContextEntry | undefined): string | undefined {
 
 async function looseMode(path: string): Promise<string | undefined> {
   try {
-    const mode = (await stat(path)).mode & 0o777;
+    const mode = statSync(path).mode & 0o777;
     return mode & 0o077 ? mode.toString(8).padStart(4, '0') : undefined;
   } catch {
     return undefined;
@@ -247,7 +248,7 @@ async function looseMode(path: string): Promise<string | undefined> {
 async function readTokenFile(path: string, what: string): Promise<string> {
   try {
     // A trailing newline is not part of the token (contract).
-    return (await readFile(path, 'utf8')).replace(/\r?\n$/, '');
+    return readFileSync(path, 'utf8').replace(/\r?\n$/, '');
   } catch (error) {
     throw new UsageError(`cannot read ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
@@ -256,7 +257,7 @@ async function readTokenFile(path: string, what: string): Promise<string> {
 async function readCaFile(path: string, what: string): Promise<string> {
   let pem: string;
   try {
-    pem = await readFile(path, 'utf8');
+    pem = readFileSync(path, 'utf8');
   } catch (error) {
     throw new UsageError(`cannot read ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }

@@ -41,6 +41,9 @@ it('npm pack + npm install -g gives a working queenctl on PATH', { timeout: 120_
   await execFile('npm', ['install', '-g', '--no-audit', '--no-fund', '--silent', tarball], { env });
   const bin = join(scratch, 'prefix', 'bin', 'queenctl');
   assert.match((await execFile(bin, ['--version'], { env })).stdout, new RegExp(VERSION));
+  // The start-up lever of issue 6: the installed copy runs from its build-time V8 code cache.
+  const debug = await execFile(bin, ['version'], { env: { ...env, QUEENCTL_DEBUG: '1' } });
+  assert.match(debug.stderr, /code cache accepted/);
   const leaseId = sim.mint({ partitions: 2 });
   const { stdout } = await execFile(bin, ['lease', 'extend', leaseId, '--server', sim.url, '-o', 'json'], { env });
   assert.equal(JSON.parse(stdout).renewed, 2);

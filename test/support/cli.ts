@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const BIN = fileURLToPath(new URL('../../../bin/queenctl.js', import.meta.url));
+export const BIN = fileURLToPath(new URL('../../../bin/queenctl.cjs', import.meta.url));
 
 /** A HOME with no ~/.queen, so the machine's own config never leaks into a test. */
 const EMPTY_HOME = mkdtempSync(join(tmpdir(), 'queenctl-home-'));

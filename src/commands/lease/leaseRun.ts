@@ -41,7 +41,7 @@ export async function runLeaseRequests<R extends object>(
 ): Promise<ExitCode> {
   const { io, clock } = runtime;
   const { format } = options;
-  const source = leaseIdSource(options.leaseIds, io.stdin);
+  const source = leaseIdSource(options.leaseIds, () => io.stdin);
   const report = new RunReport(view.failure);
   const codes = new Set<ExitCode>();
   const sink = format === 'json' || format === 'ndjson' || format === 'yaml' ? await recordSink<R>(io.stdout, format, source.single) : null;

@@ -67,7 +67,7 @@ export function checkCommand(options: Pick<WatchOptions, 'command' | 'forMs'>): 
   }
 }
 
-async function readLeaseIds(args: readonly string[], stdin: Runtime['io']['stdin']): Promise<string[]> {
+async function readLeaseIds(args: readonly string[], stdin: () => Runtime['io']['stdin']): Promise<string[]> {
   const ids = new Set<string>();
   // Watching the same lease twice would only renew it twice.
   for await (const leaseId of leaseIdSource(args, stdin).ids) ids.add(leaseId);
@@ -86,7 +86,7 @@ const signalCode = (reason: unknown): ExitCode => (reason === 'SIGTERM' ? ExitCo
 
 export async function runWatch(options: WatchOptions, runtime: Runtime, proc: VerbProcess): Promise<number> {
   checkCommand(options);
-  const leaseIds = await readLeaseIds(options.leaseIds, runtime.io.stdin);
+  const leaseIds = await readLeaseIds(options.leaseIds, () => runtime.io.stdin);
   const watch = new Watch(leaseIds, options, runtime, proc);
   return watch.run();
 }

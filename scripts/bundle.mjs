@@ -1,0 +1,82 @@
+// Builds the file queenctl runs: src/ bundled into dist/queenctl.cjs (one file to load instead
+// of ~100 modules to resolve), then a V8 code cache for it from a representative run. Plain JS
+// because it runs before anything is compiled. See issue 6 and bin/queenctl.cjs.
+import { build } from 'esbuild';
+import { execFileSync } from 'node:child_process';
+import { readFile, rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+
+const root = new URL('../', import.meta.url);
+const outfile = fileURLToPath(new URL('dist/queenctl.cjs', root));
+
+/**
+ * undici's Client requires its HTTP/2 module at load time, and with it node:http2 (~20 ms).
+ * queenctl never offers h2 (allowH2 is off), so the module is only loaded if it is ever called.
+ */
+const lazyHttp2 = {
+  name: 'lazy-undici-h2',
+  setup(builder) {
+    builder.onLoad({ filter: /undici[\\/]lib[\\/]dispatcher[\\/]client\.js$/ }, async (args) => {
+      const source = await readFile(args.path, 'utf8');
+      const eager = "const connectH2 = require('./client-h2.js')";
+      if (!source.includes(eager)) throw new Error(`undici changed: ${eager} not found in ${args.path}; update scripts/bundle.mjs`);
+      return { contents: source.replace(eager, "const connectH2 = (...args) => require('./client-h2.js')(...args)"), loader: 'js' };
+    });
+  },
+};
+
+/**
+ * commander requires node:child_process at load time (and with it dgram and more) for external
+ * executable subcommands, which queenctl has none of: load it only if spawn is ever called.
+ */
+const lazyCommanderChildProcess = {
+  name: 'lazy-commander-child-process',
+  setup(builder) {
+    builder.onLoad({ filter: /commander[\\/]lib[\\/]command\.js$/ }, async (args) => {
+      const source = await readFile(args.path, 'utf8');
+      const eager = "const childProcess = require('node:child_process');";
+      if (!source.includes(eager)) throw new Error(`commander changed: ${eager} not found in ${args.path}; update scripts/bundle.mjs`);
+      const lazy = "const childProcess = { spawn: (...args) => require('node:child_process').spawn(...args) };";
+      return { contents: source.replace(eager, lazy), loader: 'js' };
+    });
+  },
+};
+
+/** `undici` itself (not its deep modules, which are bundled) stays a runtime import. */
+const undiciIndexExternal = {
+  name: 'undici-index-external',
+  setup(builder) {
+    builder.onResolve({ filter: /^undici$/ }, () => ({ path: 'undici', external: true }));
+  },
+};
+
+await build({
+  entryPoints: [fileURLToPath(new URL('src/cli.ts', root))],
+  outfile,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  // Loaded only by the paths that need them (tables, yaml; undici's whole index only behind a
+  // proxy): left out of the file every run reads, and required when used. chalk and ora are
+  // ES modules only, which Node 20 cannot require: they are bundled, and run only when used.
+  external: ['yaml', 'cli-table3'],
+  // import() becomes a require() inside a promise: code run from a V8 code cache by vm.Script
+  // has no module loader for import() on Node 20 (bin/queenctl.cjs).
+  supported: { 'dynamic-import': false },
+  plugins: [lazyHttp2, lazyCommanderChildProcess, undiciIndexExternal],
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+
+// A code cache made by a run that takes the common path (parse flags, renew, fail, report), so
+// later runs skip compiling what it compiled. Written only here, never at run time.
+await rm(`${outfile}.cache`, { force: true });
+try {
+  execFileSync(process.execPath, [fileURLToPath(new URL('bin/queenctl.cjs', root)), 'lease', 'extend', 'warm-up', '-o', 'json', '--server', 'http://127.0.0.1:9', '--retries', '0', '--timeout', '2s'], {
+    env: { ...process.env, QUEENCTL_WRITE_CODE_CACHE: '1', QUEEN_CONFIG: '/nonexistent/queenctl-build' },
+    stdio: 'ignore',
+  });
+} catch {
+  // Exit 2 (nothing listens on port 9) is the expected end of the warm-up run.
+}
