@@ -79,6 +79,16 @@ esac`,
   await run(`queenctl lease extend ${batch[1]} lost-lease-id -o wide`, env);
   sim.setShape('documented');
 
+  const job = sim.mint({ partitions: 2, seconds: 6 });
+  step('7. Keep a lease alive around a job', 'watch renews on a timer and starts the command only once the lease is renewed; its exit status is queenctl\'s.');
+  await run(`queenctl lease watch ${job} --seconds 6 -- sh -c 'echo "working on $QUEEN_LEASE_ID"; sleep 3; echo "done"'`, env);
+
+  const doomed = sim.mint({ seconds: 6 });
+  step('8. A lease lost in the middle of a job', 'Another worker acks the batch after 2 s: watch sees renewed 0, stops the job (SIGTERM to its process group) and exits 4.');
+  const release = setTimeout(() => sim.release(doomed), 2_000);
+  await run(`queenctl lease watch ${doomed} --seconds 6 --every 1s -- sh -c 'trap "echo job: stopping cleanly; exit 143" TERM; while :; do sleep 0.2; done'`, env);
+  clearTimeout(release);
+
   process.stdout.write(`\n${bold('Done.')} Next: npm test, and queenctl lease --help.\n`);
 }
 
