@@ -568,6 +568,9 @@ class BrokerSimulator implements Simulator {
       this.handle(req, res).catch((err: unknown) => this.answerCrash(res, err));
     };
     this.server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler);
+    // The real broker keeps connections open (BROKER-FACTS.md); Node's 5 s default would close
+    // idle ones under a client that is about to reuse them (seen in the benchmark's pauses).
+    this.server.keepAliveTimeout = 120_000;
     // Track raw sockets so close() can destroy every one: idle keep-alive, held, mid-handshake.
     this.server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
