@@ -4,7 +4,8 @@
  */
 import { Command, Option } from 'commander';
 import { parseCount, parseDuration, parseSeconds } from '../../args.js';
-import { flagParser, type GlobalContext } from '../globals.js';
+import { flagParser, type GlobalContext, type Settings } from '../globals.js';
+import type { LeaseRunOptions } from './leaseRun.js';
 
 const EXIT_CODES = `
 Exit codes:
@@ -25,6 +26,12 @@ function retriesOption(): Option {
   return new Option('--retries <n>', 'retries of a transient failure (refused, reset, timeout, 502/503/504, 500 pool)')
     .default(2)
     .argParser(flagParser((text) => parseCount(text, '--retries', 0, 10)));
+}
+
+/** What extend and inspect take from the global settings (see leaseRun.ts). */
+function leaseRunOptions(leaseIds: string[], retries: number, settings: Settings): Omit<LeaseRunOptions, 'seconds'> {
+  const { retry, concurrency, format, noHeaders } = settings;
+  return { leaseIds, retry: { ...retry, retries }, concurrency, format, noHeaders };
 }
 
 export function leaseCommand(globals: GlobalContext): Command {
@@ -56,17 +63,7 @@ Examples:
     .action(async (leaseIds: string[], options: { seconds: number; retries: number }, command: Command) => {
       const { runExtend } = await import('./extend.js');
       await globals.run(command, async (runtime, settings) =>
-        runExtend(
-          {
-            leaseIds,
-            seconds: options.seconds,
-            retry: { ...settings.retry, retries: options.retries },
-            concurrency: settings.concurrency,
-            format: settings.format,
-            noHeaders: settings.noHeaders,
-          },
-          runtime,
-        ),
+        runExtend({ ...leaseRunOptions(leaseIds, options.retries, settings), seconds: options.seconds }, runtime),
       );
     });
 
@@ -102,18 +99,7 @@ Examples:
     )
     .action(async (leaseIds: string[], options: { retries: number }, command: Command) => {
       const { runInspect } = await import('./inspect.js');
-      await globals.run(command, async (runtime, settings) =>
-        runInspect(
-          {
-            leaseIds,
-            retry: { ...settings.retry, retries: options.retries },
-            concurrency: settings.concurrency,
-            format: settings.format,
-            noHeaders: settings.noHeaders,
-          },
-          runtime,
-        ),
-      );
+      await globals.run(command, async (runtime, settings) => runInspect(leaseRunOptions(leaseIds, options.retries, settings), runtime));
     });
 
   lease
