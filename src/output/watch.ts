@@ -158,8 +158,9 @@ export function childExitedNote(command: string, exit: ChildExit): string {
   return `${command} ${how}; renewal stopped`;
 }
 
-export function forwardedNote(signal: NodeJS.Signals, command: string): string {
-  return `${signal}: passed on to ${command} and its process group; waiting for it to exit (renewal goes on meanwhile)`;
+export function forwardedNote(signal: NodeJS.Signals, command: string, killAfterMs: number): string {
+  const limit = signal === 'SIGHUP' ? '' : `, SIGKILL in ${formatDuration(killAfterMs)} if it ignores it`;
+  return `${signal}: passed on to ${command} and its process group; waiting for it to exit${limit} (renewal goes on meanwhile)`;
 }
 
 export function stoppingChildOnLoss(command: string, killAfterMs: number): string {

@@ -5,7 +5,7 @@
  *
  * This module and cli.ts are where queenctl touches other processes.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Clock } from '../clock.js';
@@ -14,6 +14,8 @@ export interface ChildSpec {
   command: string;
   args: readonly string[];
   env: NodeJS.ProcessEnv;
+  /** The command's stdout goes to queenctl's stderr: stdout carries the event stream. */
+  stdoutToStderr?: boolean;
 }
 
 /** How the command ended, and the status a shell would report for it. */
@@ -66,7 +68,8 @@ export class SupervisedChild {
    */
   static start(spec: ChildSpec): Promise<SupervisedChild | ChildExit> {
     return new Promise((resolve) => {
-      const child = spawn(spec.command, [...spec.args], { stdio: 'inherit', detached: true, env: spec.env });
+      const stdio: StdioOptions = spec.stdoutToStderr ? ['inherit', 2, 'inherit'] : 'inherit';
+      const child: ChildProcess = spawn(spec.command, [...spec.args], { stdio, detached: true, env: spec.env });
       child.once('error', (error: NodeJS.ErrnoException) => {
         resolve({ status: error.code === 'ENOENT' ? 127 : 126, code: null, signal: null, startError: error });
       });

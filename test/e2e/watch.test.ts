@@ -388,6 +388,29 @@ describe('lease watch -- command', { concurrency: true }, () => {
       assert.equal(isRunning(readPid(join(dir, 'child'))), false);
     }));
 
+  it('a command that ignores the signal gets SIGKILL after --kill-after, so Ctrl+C always ends the watch', () =>
+    withSimulator(async (sim) => {
+      const dir = scratch();
+      const script = `echo $$ > ${dir}/child; trap "" INT TERM; while :; do sleep 0.1; done`;
+      const run = watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '--kill-after', '700ms', '--', 'sh', '-c', script]);
+      await run.waitForStderr(/started sh/);
+      await waitForFile(join(dir, 'child'));
+      run.process.kill('SIGTERM');
+      const result = await run.exited;
+      assert.equal(result.code, 128 + 9, result.stderr);
+      assert.match(result.stderr, /SIGKILL in 700ms if it ignores it/);
+      assert.equal(isRunning(readPid(join(dir, 'child'))), false);
+    }));
+
+  it('with -o ndjson the command\'s stdout goes to stderr, so stdout stays one event per line', () =>
+    withSimulator(async (sim) => {
+      const run = watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '-o', 'ndjson', '--', 'sh', '-c', 'echo child-stdout; sleep 1.2']);
+      const result = await run.exited;
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stderr, /child-stdout/);
+      for (const line of result.stdout.trim().split('\n')) assert.doesNotThrow(() => JSON.parse(line), line);
+    }));
+
   it('a --token on the command line earns a hint; -- with no command and --for with a command are usage errors', () =>
     withSimulator(async (sim) => {
       sim.setTokens({ 'cli-token': { role: 'read-write' } });

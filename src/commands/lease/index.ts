@@ -125,8 +125,10 @@ successful renewal. Without a command the watch goes on with the leases still he
 With -- <command>: it starts once every lease has been renewed, in its own process group, with
 QUEEN_LEASE_ID, QUEEN_LEASE_IDS and QUEEN_LEASE_EXPIRES_AT set and QUEEN_TOKEN removed. SIGINT,
 SIGTERM and SIGHUP go to its whole group and queenctl waits for it; when it exits, renewal stops.
-When a lease is lost, its group gets SIGTERM, then SIGKILL after --kill-after. It runs outside
-the terminal's foreground job: Ctrl+C reaches it through queenctl.
+A command still running --kill-after after SIGINT or SIGTERM gets SIGKILL. When a lease is lost,
+its group gets SIGTERM, then SIGKILL after --kill-after. It runs outside the terminal's
+foreground job: Ctrl+C reaches it through queenctl. With -o json/ndjson its stdout goes to
+stderr, so stdout stays one event per line.
 
 Output: -o json or -o ndjson streams events on stdout, one per line (renewed, retry, lost,
 stopped), also the default in a pipe without a command. Otherwise: a spinner on a terminal, one

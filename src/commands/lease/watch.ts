@@ -230,15 +230,31 @@ class Watch {
     let child: SupervisedChild | null = null;
     const pending: NodeJS.Signals[] = [];
     let forwarded = false;
+    // A command that ignores SIGINT/SIGTERM must not hold queenctl (and the lease) forever:
+    // --kill-after after the first one, its group gets SIGKILL, as on a lost lease.
+    const escalation = new AbortController();
+    let escalating = false;
     const forward = (signal: NodeJS.Signals): void => {
       if (!child) return void pending.push(signal);
       forwarded = true;
       child.signalGroup(signal);
-      this.renderer.note(forwardedNote(signal, command));
+      this.renderer.note(forwardedNote(signal, command, killAfterMs));
+      if (signal === 'SIGHUP' || escalating) return;
+      escalating = true;
+      const running = child;
+      clock.sleep(killAfterMs, escalation.signal).then(
+        () => {
+          this.renderer.error(killedAfterNote(command, killAfterMs));
+          running.signalGroup('SIGKILL');
+        },
+        () => {
+          // The command exited in time.
+        },
+      );
     };
     const release = this.proc.relaySignals(forward);
     try {
-      const started = await SupervisedChild.start({ command, args, env: this.childEnv() });
+      const started = await SupervisedChild.start({ command, args, env: this.childEnv(), stdoutToStderr: this.options.output === 'events' });
       if (!(started instanceof SupervisedChild)) {
         this.child = 'ended';
         this.renderer.error(childStartFailed(command, started));
@@ -253,6 +269,7 @@ class Watch {
       const stop = new Promise<ExitCode>((resolve) => (this.requestStop = resolve));
       if (this.stopRequested !== null) this.requestStop?.(this.stopRequested);
       const first = await Promise.race([child.exited, stop]);
+      escalation.abort();
       if (typeof first === 'number') {
         // A lease is gone (or the token refused): the work must stop; renewal of the other
         // leases goes on until it has.
