@@ -55,12 +55,15 @@ export function timeZoneSuspicion(renewal: Renewal, requestedSeconds: number): s
   if (brokerDateMs === null || expiresAtMs === null) return null;
   const shortByMs = brokerDateMs + requestedSeconds * 1000 - expiresAtMs;
   if (shortByMs < 60_000) return null;
-  const hours = Math.round(shortByMs / 360_000) / 10;
-  return (
-    `the broker reported an expiry ${hours}h earlier than its own clock allows (Date: ` +
-    `${new Date(brokerDateMs).toISOString()}): its database probably does not run in UTC, ` +
-    'so expiry times are shifted by its time zone'
-  );
+  const hours = shortByMs / 3_600_000;
+  const gap = hours >= 1 ? `${Math.round(hours * 10) / 10}h` : `${Math.round(shortByMs / 60_000)}m`;
+  const said = `the broker reported an expiry ${gap} earlier than its own clock allows (Date: ${new Date(brokerDateMs).toISOString()})`;
+  // Time zones are whole or half hours, at most 14 from UTC; anything else is another fault.
+  const halfHours = shortByMs / 1_800_000;
+  const zoneLike = hours <= 14.5 && Math.abs(halfHours - Math.round(halfHours)) < 0.1;
+  return zoneLike
+    ? `${said}: its database probably does not run in UTC, so expiry times are shifted by its time zone`
+    : `${said}: its clock or its answer is wrong; do not trust the time left it implies`;
 }
 
 /**

@@ -145,7 +145,9 @@ function parseDocumented(leaseId: string, answer: Record<string, unknown>, body:
     throw outsideContract('renewed is not a whole number', body);
   }
   if (typeof success !== 'boolean') throw outsideContract('success is not a boolean', body);
-  if (answer.leaseId !== leaseId) throw outsideContract(`it is about another lease id`, body);
+  if (answer.leaseId !== leaseId) {
+    throw outsideContract(typeof answer.leaseId === 'string' ? 'it is about another lease id' : 'leaseId is missing or not a string', body);
+  }
   const expiries = EXPIRY_KEYS.map((key) => timestamp(answer[key], key, body));
   // The route document says the three keys carry one value; if they do not, nothing
   // trustworthy is left to schedule the next renewal on.

@@ -68,7 +68,8 @@ export class RunReport {
     for (const text of this.warnings) lines.push(`queenctl: warning: ${text}\n`);
     for (const [message, group] of this.errors) {
       const error = this.firstError.get(message) as Error;
-      lines.push(single ? errorMessage(error) : errorMessage(error).replace(/\n/, ` (lease ${some(group)})\n`));
+      // The lease is named either way: at 3 a.m. "HTTP 503" alone does not say what is at stake.
+      lines.push(errorMessage(error).replace(/\n/, single ? `; lease ${some(group)} may or may not be held\n` : ` (lease ${some(group)})\n`));
     }
     let notHeldCount = 0;
     for (const [reason, group] of this.notHeld) {
@@ -86,7 +87,10 @@ export class RunReport {
       const sent = held + notHeld + failed > 0 ? '; no lease id after it was sent' : '; nothing was sent';
       lines.push(errorMessage(summary.inputError).replace(/\n/, `${sent}\n`));
     }
-    if (summary.stoppedBy === 'auth') lines.push('queenctl: stopped at the first refusal: the remaining lease ids were not sent\n');
+    if (!single && summary.stoppedBy === 'auth') lines.push('queenctl: stopped at the first refusal: the remaining lease ids were not sent\n');
+    if (!single && summary.stoppedBy === 'broker') {
+      lines.push(`queenctl: stopped ${this.done()}: the broker kept failing; the remaining lease ids were not sent (rerun them once it answers)\n`);
+    }
     if (summary.stoppedBy === 'signal') lines.push(`queenctl: interrupted ${this.done()}; the remaining lease ids were not sent\n`);
     return lines.join('');
   }

@@ -257,6 +257,17 @@ describe('lease extend: several leases', () => {
     assert.match(result.stderr, /4 leases were not renewed/);
   });
 
+  it('stops sending once a whole window of requests found the broker down, and says what was not sent', async () => {
+    sim.inject({ kind: 'hang' });
+    const ids = Array.from({ length: 40 }, (_, i) => `lease-${i}`);
+    const result = await extend(['-', '-o', 'ndjson', '--timeout', '200ms', '--retries', '0', '--concurrency', '4'], { stdin: ids.join('\n') });
+    sim.clearFaults();
+    assert.equal(result.code, 2, result.stderr);
+    assert.ok(sim.log.length < 12, `${sim.log.length} requests sent to a broker that never answers`);
+    assert.match(result.stderr, /the broker kept failing; the remaining lease ids were not sent/);
+    for (const line of result.stdout.trim().split('\n')) assert.equal(JSON.parse(line).renewed, null);
+  });
+
   it('ids read from - print an array even when there is one', async () => {
     const result = await extend(['-', '-o', 'json'], { stdin: sim.mint() });
     assert.ok(Array.isArray(JSON.parse(result.stdout)));

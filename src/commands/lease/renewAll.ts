@@ -31,7 +31,7 @@ export interface RenewAllContext {
 
 export interface RenewAllSummary {
   /** Why issuing stopped early, if it did. */
-  stoppedBy: 'auth' | 'signal' | null;
+  stoppedBy: 'auth' | 'broker' | 'signal' | null;
   /** A bad id on standard input: ids before it were renewed, none after it. */
   inputError: UsageError | null;
 }
@@ -80,6 +80,7 @@ export async function renewAll(
   const ids = source.ids[Symbol.asyncIterator]();
   const inFlight: Promise<LeaseOutcome>[] = [];
   const summary: RenewAllSummary = { stoppedBy: null, inputError: null };
+  let consecutiveFailures = 0;
   const { signal } = context;
   let exhausted = false;
   /** A read of the next id still waiting for standard input. */
@@ -133,6 +134,12 @@ export async function renewAll(
       const outcome = await head;
       // A refused token is refused for every lease: sending the rest would only repeat it.
       if ('error' in outcome && outcome.error instanceof AuthError) summary.stoppedBy ??= 'auth';
+      // A whole window of leases unreachable, hanging or 5xx even after retries: the broker is
+      // down, and every further id would wait out the same timeouts (an hour for thousands of
+      // ids at the defaults). Stop and say so; a lease that merely fails alone does not count.
+      const brokerDown = 'error' in outcome && outcome.error instanceof BrokerError && outcome.error.transient;
+      consecutiveFailures = brokerDown ? consecutiveFailures + 1 : 0;
+      if (consecutiveFailures >= options.concurrency) summary.stoppedBy ??= 'broker';
       await onOutcome(outcome);
     }
   } finally {
