@@ -3,28 +3,21 @@
  * one test per rule of the contract it must keep.
  */
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import { parse as parseYaml } from 'yaml';
-import { startSimulator, type Simulator } from '../simulator/simulator.js';
+import type { Simulator } from '../simulator/simulator.js';
 import { runCli } from '../support/cli.js';
+import { sharedSimulator } from '../support/shared.js';
 
 const SIX_KEYS = ['leaseId', 'success', 'renewed', 'newExpiresAt', 'expiresAt', 'lease_expires_at'];
 
+const simulator = sharedSimulator();
 let sim: Simulator;
+beforeEach(() => {
+  sim = simulator();
+});
 const extend = (args: string[], options: Parameters<typeof runCli>[1] = {}) =>
   runCli(['lease', 'extend', '--server', sim.url, ...args], options);
-
-before(async () => {
-  sim = await startSimulator({ tokens: null });
-});
-after(() => sim.close());
-beforeEach(() => {
-  sim.clearFaults();
-  sim.setShape('documented');
-  sim.setTokens(null);
-  sim.setClockOffset(0);
-  sim.resetLog();
-});
 
 describe('lease extend: a renewal', () => {
   it('renews, prints the six keys as JSON in a pipe, and exits 0', async () => {

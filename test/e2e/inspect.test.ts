@@ -1,24 +1,17 @@
 /** `queenctl lease inspect` end to end: reads a lease without shortening it. */
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
-import { startSimulator, type Simulator } from '../simulator/simulator.js';
+import { beforeEach, describe, it } from 'node:test';
+import type { Simulator } from '../simulator/simulator.js';
 import { runCli } from '../support/cli.js';
+import { sharedSimulator } from '../support/shared.js';
 
+const simulator = sharedSimulator();
 let sim: Simulator;
+beforeEach(() => {
+  sim = simulator();
+});
 const inspect = (args: string[], options: Parameters<typeof runCli>[1] = {}) =>
   runCli(['lease', 'inspect', '--server', sim.url, ...args], options);
-
-before(async () => {
-  sim = await startSimulator();
-});
-after(() => sim.close());
-beforeEach(() => {
-  sim.clearFaults();
-  sim.setShape('documented');
-  sim.setTokens(null);
-  sim.setClockOffset(0);
-  sim.resetLog();
-});
 
 describe('lease inspect', () => {
   it('reports the earliest expiry of a multi-partition lease and changes no row', async () => {

@@ -12,18 +12,10 @@ import { configPathFor, parseConfig, readConfigFile } from '../../src/config/fil
 import { redactData, redactTokenRef } from '../../src/config/redact.js';
 import { UsageError } from '../../src/exit.js';
 import { GO_EXAMPLE } from '../support/go-config.js';
+import { usageError } from '../support/shared.js';
 
 const scratch = (): string => mkdtempSync(join(tmpdir(), 'queenctl-config-'));
 
-async function usageError(promise: Promise<unknown>): Promise<UsageError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof UsageError, `a UsageError, not ${String(error)}`);
-    return error;
-  }
-  assert.fail('expected a UsageError');
-}
 
 describe('reading the config file', () => {
   it('reads the Go queenctl\'s example as it is', async () => {

@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import type { SecretToolRunner } from '../../src/config/keychain.js';
 import { isLoopbackHost, parseServers, resolveConnection, type ConnectionFlags } from '../../src/config/resolve.js';
 import { UsageError } from '../../src/exit.js';
+import { usageError } from '../support/shared.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'queenctl-resolve-'));
 const tokenFile = join(directory, 'b.token');
@@ -36,15 +37,6 @@ contexts:
 const resolve = (flags: ConnectionFlags, env: NodeJS.ProcessEnv = {}, runSecretTool?: SecretToolRunner, platform: NodeJS.Platform = 'linux') =>
   resolveConnection({ config: configPath, ...flags }, { HOME: directory, ...env }, { platform, ...(runSecretTool ? { runSecretTool } : {}) });
 
-async function usageError(promise: Promise<unknown>): Promise<UsageError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof UsageError, `a UsageError, not ${String(error)}`);
-    return error;
-  }
-  assert.fail('expected a UsageError');
-}
 
 describe('precedence: file, QUEEN_CONTEXT, --context, env, flags', () => {
   const cases: Array<[string, ConnectionFlags, NodeJS.ProcessEnv, string, string | undefined]> = [
