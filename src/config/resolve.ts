@@ -250,7 +250,7 @@ async function readTokenFile(path: string, what: string): Promise<string> {
     // A trailing newline is not part of the token (contract).
     return readFileSync(path, 'utf8').replace(/\r?\n$/, '');
   } catch (error) {
-    throw new UsageError(`cannot read ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw unreadable(what, path, error);
   }
 }
 
@@ -259,7 +259,7 @@ async function readCaFile(path: string, what: string): Promise<string> {
   try {
     pem = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new UsageError(`cannot read ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw unreadable(what, path, error);
   }
   if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
     throw new UsageError(`${what} ${path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`, 'give the CA certificate that signed the broker\'s certificate, in PEM');
@@ -281,4 +281,18 @@ function checkToken(token: string, what: string): string {
     );
   }
   return token;
+}
+
+const UNREADABLE_REASONS: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EISDIR: 'it is a directory',
+};
+
+/** A file that cannot be read, said in words with the way out. */
+function unreadable(what: string, path: string, error: unknown): UsageError {
+  const code = (error as NodeJS.ErrnoException).code;
+  const words = code ? UNREADABLE_REASONS[code] : undefined;
+  const reason = words ? `${words} (${code})` : (code ?? (error as Error).message);
+  return new UsageError(`cannot read ${what} ${path}: ${reason}`, 'check the path, and that this user may read the file');
 }

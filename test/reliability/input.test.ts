@@ -64,8 +64,8 @@ const ROWS: Row[] = [
   { name: 'a misspelt flag', args: ['x', '--second', '5'], message: /unknown option '--second'/, verbs: EXTEND },
   { name: 'an unknown output format', args: ['x', '-o', 'csv'], message: /-o\/--output takes table, wide, json, ndjson, yaml, not "csv"/, verbs: INSPECT },
   // --- tokens -----------------------------------------------------------------------------
-  { name: 'a --token-file that does not exist', args: ['x', '--token-file', join(dir, 'missing')], message: /cannot read --token-file .*missing: ENOENT/, verbs: INSPECT },
-  { name: 'a --token-file that is a directory', args: ['x', '--token-file', dir], message: /cannot read --token-file .*: EISDIR/, verbs: BOTH },
+  { name: 'a --token-file that does not exist', args: ['x', '--token-file', join(dir, 'missing')], message: /cannot read --token-file .*missing: no such file \(ENOENT\)/, verbs: INSPECT },
+  { name: 'a --token-file that is a directory', args: ['x', '--token-file', dir], message: /cannot read --token-file .*: it is a directory \(EISDIR\)/, verbs: BOTH },
   { name: 'an empty --token-file', args: ['x', '--token-file', emptyTokenFile], message: /(--token-file|token file \S+) is empty/, verbs: BOTH },
   // --- standard input ---------------------------------------------------------------------
   { name: '- with empty standard input', args: ['-'], stdin: '', message: /no lease ids on standard input/, verbs: INSPECT },
