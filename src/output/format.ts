@@ -13,6 +13,8 @@ export function resolveFormat(flag: string | undefined, stdoutIsTTY: boolean): O
   throw new UsageError(`-o/--output takes ${OUTPUT_FORMATS.join(', ')}, not ${JSON.stringify(flag)}`);
 }
 
-export function isMachineFormat(format: OutputFormat): boolean {
+export type MachineFormat = Extract<OutputFormat, 'json' | 'ndjson' | 'yaml'>;
+
+export function isMachineFormat(format: OutputFormat | null): format is MachineFormat {
   return format === 'json' || format === 'ndjson' || format === 'yaml';
 }

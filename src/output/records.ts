@@ -4,7 +4,7 @@
  * `ndjson` one object per line; `yaml` one mapping, or a sequence.
  */
 import { write, type OutputStream } from '../io.js';
-import type { OutputFormat } from './format.js';
+import type { MachineFormat } from './format.js';
 
 export interface RecordSink<T> {
   add(record: T): Promise<void>;
@@ -13,7 +13,7 @@ export interface RecordSink<T> {
 
 export async function recordSink<T extends object>(
   stream: OutputStream,
-  format: Extract<OutputFormat, 'json' | 'ndjson' | 'yaml'>,
+  format: MachineFormat,
   single: boolean,
 ): Promise<RecordSink<T>> {
   if (format === 'ndjson') {

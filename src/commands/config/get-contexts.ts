@@ -8,6 +8,7 @@ import { redactTokenRef } from '../../config/redact.js';
 import { chooseContext } from '../../config/resolve.js';
 import { ExitCode } from '../../exit.js';
 import { write } from '../../io.js';
+import { isMachineFormat } from '../../output/format.js';
 import { recordSink } from '../../output/records.js';
 import { renderTable } from '../../output/table.js';
 import { warningMessage } from '../../output/words.js';
@@ -49,7 +50,7 @@ export async function runGetContexts(runtime: LocalRuntime): Promise<ExitCode> {
     }
   }
   if (format === null) return ExitCode.Ok;
-  if (format === 'json' || format === 'ndjson' || format === 'yaml') {
+  if (isMachineFormat(format)) {
     const sink = await recordSink<ContextRecord>(io.stdout, format, false);
     for (const record of records) await sink.add(record);
     await sink.end();

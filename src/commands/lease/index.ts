@@ -152,6 +152,8 @@ Examples:
     )
     .action(async (operands: string[], options: { seconds: number; every?: number; for?: number; killAfter: number }, command: Command) => {
       const { runWatch } = await import('./watch.js');
+      // A long watch measures on monotonic time: an NTP step must not move every deadline.
+      const { monotonicClock } = await import('../../watch/monotonicClock.js');
       const { watchOutputMode } = await import('../../output/watch.js');
       const flags = command.optsWithGlobals<{ output?: string; token?: string; quiet?: boolean }>();
       await globals.run(command, async (runtime, settings, proc) => {
@@ -178,7 +180,7 @@ Examples:
             }),
             tokenOnCommandLine: flags.token !== undefined,
           },
-          runtime,
+          { ...runtime, clock: monotonicClock },
           proc,
         );
       });

@@ -8,7 +8,7 @@ import { timeZoneSuspicion } from '../../broker/brokerClock.js';
 import type { RetryPolicy } from '../../broker/retry.js';
 import { ExitCode, runExitCode } from '../../exit.js';
 import { write } from '../../io.js';
-import type { OutputFormat } from '../../output/format.js';
+import { isMachineFormat, type OutputFormat } from '../../output/format.js';
 import { recordSink } from '../../output/records.js';
 import { RunReport } from '../../output/report.js';
 import { loadStyle, type Style } from '../../output/style.js';
@@ -44,7 +44,7 @@ export async function runLeaseRequests<R extends object>(
   const source = leaseIdSource(options.leaseIds, () => io.stdin);
   const report = new RunReport(view.failure);
   const codes = new Set<ExitCode>();
-  const sink = format === 'json' || format === 'ndjson' || format === 'yaml' ? await recordSink<R>(io.stdout, format, source.single) : null;
+  const sink = isMachineFormat(format) ? await recordSink<R>(io.stdout, format, source.single) : null;
   const wide = format === 'wide';
   const style = await loadStyle(io.color && (format === 'table' || wide));
   const rows: string[][] = [];
