@@ -23,15 +23,20 @@ try {
 } catch {
   cachedData = undefined;
 }
-const script = new Script(`(function (exports, require, module, __filename, __dirname) {${readFileSync(filename, 'utf8')}\n})`, {
-  filename,
-  cachedData,
-});
+const script = new Script(
+  `(function (exports, require, module, __filename, __dirname) {${readFileSync(filename, 'utf8')}\n})`,
+  {
+    filename,
+    cachedData,
+  },
+);
 const bundle = { exports: {} };
 script.runInThisContext()(bundle.exports, createRequire(filename), bundle, filename, dirname(filename));
 
 if (process.env.QUEENCTL_DEBUG) {
-  process.stderr.write(`queenctl: code cache ${cachedData === undefined ? 'absent' : script.cachedDataRejected ? 'rejected' : 'accepted'}\n`);
+  process.stderr.write(
+    `queenctl: code cache ${cachedData === undefined ? 'absent' : script.cachedDataRejected ? 'rejected' : 'accepted'}\n`,
+  );
 }
 
 bundle.exports.main(process.argv.slice(2)).then(() => {

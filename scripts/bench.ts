@@ -50,19 +50,27 @@ const rows: Row[] = [];
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+  return sorted.length % 2
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
 function timeOnce(argv: string[], input?: string): number {
   const started = process.hrtime.bigint();
-  const result = spawnSync(argv[0] as string, argv.slice(1), { input, stdio: [input === undefined ? 'ignore' : 'pipe', 'ignore', 'pipe'] });
+  const result = spawnSync(argv[0] as string, argv.slice(1), {
+    input,
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'ignore', 'pipe'],
+  });
   const elapsed = Number(process.hrtime.bigint() - started) / 1e6;
-  if (result.status !== 0) throw new Error(`${argv.join(' ')} exited ${result.status}: ${result.stderr?.toString().slice(0, 300)}`);
+  if (result.status !== 0)
+    throw new Error(`${argv.join(' ')} exited ${result.status}: ${result.stderr?.toString().slice(0, 300)}`);
   return elapsed;
 }
 
 /** Samples a running process's CPU ticks and peak RSS from /proc until it exits. */
-function watchResources(child: ChildProcess): { done: Promise<{ cpuMs: number; peakRssMb: number; wallMs: number; code: number | null }> } {
+function watchResources(child: ChildProcess): {
+  done: Promise<{ cpuMs: number; peakRssMb: number; wallMs: number; code: number | null }>;
+} {
   const ticksPerMs = 100 / 1000; // USER_HZ is 100 on Linux
   const started = performance.now();
   let cpuTicks = 0;
@@ -114,7 +122,19 @@ async function benchStartup(url: string, control: SimulatorControl): Promise<voi
   const leaseId = await control.mint({ seconds: 86_400 });
   const queenctl = pinned(0, [process.execPath, BIN, 'lease', 'extend', leaseId, '-o', 'json', '--server', url]);
   const node = pinned(0, [process.execPath, '-e', '']);
-  const curl = pinned(0, ['curl', '-sS', '-o', '/dev/null', '-X', 'POST', '-H', 'content-type: application/json', '-d', '{"seconds":60}', `${url}/api/v1/lease/${leaseId}/extend`]);
+  const curl = pinned(0, [
+    'curl',
+    '-sS',
+    '-o',
+    '/dev/null',
+    '-X',
+    'POST',
+    '-H',
+    'content-type: application/json',
+    '-d',
+    '{"seconds":60}',
+    `${url}/api/v1/lease/${leaseId}/extend`,
+  ]);
   const times = { queenctl: [] as number[], node: [] as number[], curl: [] as number[] };
   timeOnce(queenctl); // warm the file cache once; interleaving does the rest
   for (let run = 0; run < SIZES.startupRuns; run++) {
@@ -123,10 +143,24 @@ async function benchStartup(url: string, control: SimulatorControl): Promise<voi
     if (hasCurl) times.curl.push(timeOnce(curl));
   }
   const [q, n] = [median(times.queenctl), median(times.node)];
-  rows.push({ measure: `start-up, median of ${SIZES.startupRuns}`, queenctl: fmtMs(q), reference: `node -e "": ${fmtMs(n)}`, ratio: `${(q / n).toFixed(2)}x`, target: '<= 1.3x', met: q / n <= 1.3 ? 'yes' : 'no' });
+  rows.push({
+    measure: `start-up, median of ${SIZES.startupRuns}`,
+    queenctl: fmtMs(q),
+    reference: `node -e "": ${fmtMs(n)}`,
+    ratio: `${(q / n).toFixed(2)}x`,
+    target: '<= 1.3x',
+    met: q / n <= 1.3 ? 'yes' : 'no',
+  });
   if (hasCurl) {
     const c = median(times.curl);
-    rows.push({ measure: 'start-up vs one curl', queenctl: fmtMs(q), reference: `curl -X POST: ${fmtMs(c)}`, ratio: `${(q / c).toFixed(2)}x`, target: '-', met: '-' });
+    rows.push({
+      measure: 'start-up vs one curl',
+      queenctl: fmtMs(q),
+      reference: `curl -X POST: ${fmtMs(c)}`,
+      ratio: `${(q / c).toFixed(2)}x`,
+      target: '-',
+      met: '-',
+    });
   }
 }
 
@@ -150,16 +184,43 @@ async function benchBulk(url: string, control: SimulatorControl): Promise<void> 
     const script = `for id in ${sample.join(' ')}; do curl -sS -o /dev/null -X POST -H 'content-type: application/json' -d '{"seconds":60}' "${url}/api/v1/lease/$id/extend"; done`;
     const curlMs = timeOnce(pinned(0, ['bash', '-c', script])) / sample.length;
     const ratio = perLease / curlMs;
-    rows.push({ measure: `bulk extend, ${ids.length} ids`, queenctl: `${fmtMs(perLease)} per lease (${(full.wallMs / 1000).toFixed(2)} s)`, reference: `curl loop: ${fmtMs(curlMs)} per call`, ratio: `1/${(1 / ratio).toFixed(0)}`, target: '<= 1/30', met: ratio <= 1 / 30 ? 'yes' : 'no' });
+    rows.push({
+      measure: `bulk extend, ${ids.length} ids`,
+      queenctl: `${fmtMs(perLease)} per lease (${(full.wallMs / 1000).toFixed(2)} s)`,
+      reference: `curl loop: ${fmtMs(curlMs)} per call`,
+      ratio: `1/${(1 / ratio).toFixed(0)}`,
+      target: '<= 1/30',
+      met: ratio <= 1 / 30 ? 'yes' : 'no',
+    });
   }
   const growth = full.peakRssMb / small.peakRssMb;
-  rows.push({ measure: 'bulk extend, peak RSS', queenctl: `${full.peakRssMb.toFixed(0)} MB at ${ids.length} ids`, reference: `${small.peakRssMb.toFixed(0)} MB at ${Math.ceil(ids.length / 10)} ids`, ratio: `${growth.toFixed(2)}x for 10x ids`, target: 'flat', met: growth < 1.5 ? 'yes' : 'no' });
+  rows.push({
+    measure: 'bulk extend, peak RSS',
+    queenctl: `${full.peakRssMb.toFixed(0)} MB at ${ids.length} ids`,
+    reference: `${small.peakRssMb.toFixed(0)} MB at ${Math.ceil(ids.length / 10)} ids`,
+    ratio: `${growth.toFixed(2)}x for 10x ids`,
+    target: 'flat',
+    met: growth < 1.5 ? 'yes' : 'no',
+  });
 }
 
 async function benchWatch(url: string, control: SimulatorControl): Promise<void> {
   const ids = await mintMany(control, SIZES.watchLeases, SIZES.leaseSeconds);
   const before = await control.stats();
-  const argv = pinned(0, [process.execPath, BIN, 'lease', 'watch', '-', '--seconds', String(SIZES.leaseSeconds), '--for', `${SIZES.watchSeconds}s`, '-q', '--server', url]);
+  const argv = pinned(0, [
+    process.execPath,
+    BIN,
+    'lease',
+    'watch',
+    '-',
+    '--seconds',
+    String(SIZES.leaseSeconds),
+    '--for',
+    `${SIZES.watchSeconds}s`,
+    '-q',
+    '--server',
+    url,
+  ]);
   const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['pipe', 'ignore', 'inherit'] });
   const resources = watchResources(child);
   child.stdin?.end(`${ids.join('\n')}\n`);
@@ -168,14 +229,52 @@ async function benchWatch(url: string, control: SimulatorControl): Promise<void>
   const renewals = after.extendRequests - before.extendRequests;
   const cpuShare = result.cpuMs / result.wallMs;
   const lapses = after.lapses - before.lapses;
-  rows.push({ measure: `watch, ${ids.length} leases, --seconds ${SIZES.leaseSeconds}, ${SIZES.watchSeconds} s`, queenctl: `exit ${result.code}, ${lapses} lapses, ${(renewals / (result.wallMs / 1000)).toFixed(0)} renewals/s`, reference: 'zero lapses', ratio: '-', target: 'exit 0, 0 lapses', met: result.code === 0 && lapses === 0 ? 'yes' : 'no' });
-  rows.push({ measure: 'watch, CPU', queenctl: `${(cpuShare * 100).toFixed(1)}% of one core`, reference: '-', ratio: '-', target: '< 20%', met: cpuShare < 0.2 ? 'yes' : 'no' });
-  rows.push({ measure: 'watch, peak RSS', queenctl: `${result.peakRssMb.toFixed(0)} MB`, reference: '-', ratio: '-', target: '< 150 MB', met: result.peakRssMb < 150 ? 'yes' : 'no' });
-  rows.push({ measure: 'watch, least margin at renewal', queenctl: after.minMarginMs === null ? 'no renewal' : `${(after.minMarginMs / 1000).toFixed(1)} s of ${SIZES.leaseSeconds} s`, reference: '-', ratio: '-', target: '> 0', met: (after.minMarginMs ?? 0) > 0 ? 'yes' : 'no' });
+  rows.push({
+    measure: `watch, ${ids.length} leases, --seconds ${SIZES.leaseSeconds}, ${SIZES.watchSeconds} s`,
+    queenctl: `exit ${result.code}, ${lapses} lapses, ${(renewals / (result.wallMs / 1000)).toFixed(0)} renewals/s`,
+    reference: 'zero lapses',
+    ratio: '-',
+    target: 'exit 0, 0 lapses',
+    met: result.code === 0 && lapses === 0 ? 'yes' : 'no',
+  });
+  rows.push({
+    measure: 'watch, CPU',
+    queenctl: `${(cpuShare * 100).toFixed(1)}% of one core`,
+    reference: '-',
+    ratio: '-',
+    target: '< 20%',
+    met: cpuShare < 0.2 ? 'yes' : 'no',
+  });
+  rows.push({
+    measure: 'watch, peak RSS',
+    queenctl: `${result.peakRssMb.toFixed(0)} MB`,
+    reference: '-',
+    ratio: '-',
+    target: '< 150 MB',
+    met: result.peakRssMb < 150 ? 'yes' : 'no',
+  });
+  rows.push({
+    measure: 'watch, least margin at renewal',
+    queenctl:
+      after.minMarginMs === null
+        ? 'no renewal'
+        : `${(after.minMarginMs / 1000).toFixed(1)} s of ${SIZES.leaseSeconds} s`,
+    reference: '-',
+    ratio: '-',
+    target: '> 0',
+    met: (after.minMarginMs ?? 0) > 0 ? 'yes' : 'no',
+  });
 }
 
 function table(): string {
-  const head: Row = { measure: 'measure', queenctl: 'queenctl', reference: 'reference (same run)', ratio: 'ratio', target: 'target', met: 'met' };
+  const head: Row = {
+    measure: 'measure',
+    queenctl: 'queenctl',
+    reference: 'reference (same run)',
+    ratio: 'ratio',
+    target: 'target',
+    met: 'met',
+  };
   const keys = Object.keys(head) as Array<keyof Row>;
   const line = (row: Row): string => `| ${keys.map((key) => row[key]).join(' | ')} |`;
   return [line(head), `| ${keys.map(() => '---').join(' | ')} |`, ...rows.map(line)].join('\n');
@@ -192,6 +291,6 @@ try {
 }
 
 const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} CPUs, Node ${process.version}${canPin ? ', pinned with taskset' : ', not pinned (no taskset)'}${hasCurl ? '' : ', no curl: curl rows skipped'}`;
-const report = `${table()}\n\n${quick ? 'Quick run (smoke test sizes; the figures are not the targets\' measurements). ' : ''}Machine: ${machine}. ${new Date().toISOString().slice(0, 10)}.\n`;
+const report = `${table()}\n\n${quick ? "Quick run (smoke test sizes; the figures are not the targets' measurements). " : ''}Machine: ${machine}. ${new Date().toISOString().slice(0, 10)}.\n`;
 process.stdout.write(report);
 if (flags.out) writeFileSync(flags.out, report);

@@ -19,8 +19,12 @@ const lazyHttp2 = {
     builder.onLoad({ filter: /undici[\\/]lib[\\/]dispatcher[\\/]client\.js$/ }, async (args) => {
       const source = await readFile(args.path, 'utf8');
       const eager = "const connectH2 = require('./client-h2.js')";
-      if (!source.includes(eager)) throw new Error(`undici changed: ${eager} not found in ${args.path}; update scripts/bundle.mjs`);
-      return { contents: source.replace(eager, "const connectH2 = (...args) => require('./client-h2.js')(...args)"), loader: 'js' };
+      if (!source.includes(eager))
+        throw new Error(`undici changed: ${eager} not found in ${args.path}; update scripts/bundle.mjs`);
+      return {
+        contents: source.replace(eager, "const connectH2 = (...args) => require('./client-h2.js')(...args)"),
+        loader: 'js',
+      };
     });
   },
 };
@@ -35,7 +39,8 @@ const lazyCommanderChildProcess = {
     builder.onLoad({ filter: /commander[\\/]lib[\\/]command\.js$/ }, async (args) => {
       const source = await readFile(args.path, 'utf8');
       const eager = "const childProcess = require('node:child_process');";
-      if (!source.includes(eager)) throw new Error(`commander changed: ${eager} not found in ${args.path}; update scripts/bundle.mjs`);
+      if (!source.includes(eager))
+        throw new Error(`commander changed: ${eager} not found in ${args.path}; update scripts/bundle.mjs`);
       const lazy = "const childProcess = { spawn: (...args) => require('node:child_process').spawn(...args) };";
       return { contents: source.replace(eager, lazy), loader: 'js' };
     });
@@ -73,10 +78,27 @@ await build({
 // later runs skip compiling what it compiled. Written only here, never at run time.
 await rm(`${outfile}.cache`, { force: true });
 try {
-  execFileSync(process.execPath, [fileURLToPath(new URL('bin/queenctl.cjs', root)), 'lease', 'extend', 'warm-up', '-o', 'json', '--server', 'http://127.0.0.1:9', '--retries', '0', '--timeout', '2s'], {
-    env: { ...process.env, QUEENCTL_WRITE_CODE_CACHE: '1', QUEEN_CONFIG: '/nonexistent/queenctl-build' },
-    stdio: 'ignore',
-  });
+  execFileSync(
+    process.execPath,
+    [
+      fileURLToPath(new URL('bin/queenctl.cjs', root)),
+      'lease',
+      'extend',
+      'warm-up',
+      '-o',
+      'json',
+      '--server',
+      'http://127.0.0.1:9',
+      '--retries',
+      '0',
+      '--timeout',
+      '2s',
+    ],
+    {
+      env: { ...process.env, QUEENCTL_WRITE_CODE_CACHE: '1', QUEEN_CONFIG: '/nonexistent/queenctl-build' },
+      stdio: 'ignore',
+    },
+  );
 } catch {
   // Exit 2 (nothing listens on port 9) is the expected end of the warm-up run.
 }

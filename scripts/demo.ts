@@ -46,23 +46,41 @@ async function demo(sim: Simulator, env: NodeJS.ProcessEnv): Promise<void> {
   );
 
   const lease = sim.mint({ seconds: 30 });
-  step('1. Renew a lease', 'renewed counts what the broker extended; the three expiry keys carry one value; LEFT is on the broker clock.');
+  step(
+    '1. Renew a lease',
+    'renewed counts what the broker extended; the three expiry keys carry one value; LEFT is on the broker clock.',
+  );
   await run(`queenctl lease extend ${lease} --seconds 120 -o table`, env);
 
   const multi = sim.mint({ partitions: 3, seconds: 45 });
-  step('2. A multi-partition lease', 'One lease id covers every partition a pop claimed: one call renews them all, and renewed says how many.');
+  step(
+    '2. A multi-partition lease',
+    'One lease id covers every partition a pop claimed: one call renews them all, and renewed says how many.',
+  );
   await run(`queenctl lease extend ${multi} --seconds 90 -o table`, env);
 
-  step('3. Inspect without shortening', 'inspect asks for one second: the broker keeps the later deadline, so a live lease is left as it was.');
+  step(
+    '3. Inspect without shortening',
+    'inspect asks for one second: the broker keeps the later deadline, so a live lease is left as it was.',
+  );
   await run(`queenctl lease inspect ${multi} ${lease} -o table`, env);
 
   sim.release(multi);
-  step('4. A lease that is gone', 'The batch was acked (or the lease expired): the broker answers HTTP 200 with renewed 0. queenctl exits 4.');
+  step(
+    '4. A lease that is gone',
+    'The batch was acked (or the lease expired): the broker answers HTTP 200 with renewed 0. queenctl exits 4.',
+  );
   await run(`queenctl lease extend ${multi} -o table`, env);
 
   const batch = [sim.mint(), sim.mint({ partitions: 2 }), 'lost-lease-id', sim.mint()];
-  step('5. Machine output for scripts', 'In a pipe queenctl prints JSON; - reads ids from stdin; -o ndjson prints one object per line, in input order.');
-  await run(`printf '%s\\n' ${batch.join(' ')} | queenctl lease extend - -o ndjson 2>/dev/null | grep '"renewed":0' || true`, env);
+  step(
+    '5. Machine output for scripts',
+    'In a pipe queenctl prints JSON; - reads ids from stdin; -o ndjson prints one object per line, in input order.',
+  );
+  await run(
+    `printf '%s\\n' ${batch.join(' ')} | queenctl lease extend - -o ndjson 2>/dev/null | grep '"renewed":0' || true`,
+    env,
+  );
   await run(
     `queenctl lease extend ${batch[0]} -q
 case $? in
@@ -75,18 +93,33 @@ esac`,
   );
 
   sim.setShape('array');
-  step('6. An older broker', 'Older brokers answer with an array; queenctl maps it to the same six keys (renewed is 1 or 0) and shows their reason.');
+  step(
+    '6. An older broker',
+    'Older brokers answer with an array; queenctl maps it to the same six keys (renewed is 1 or 0) and shows their reason.',
+  );
   await run(`queenctl lease extend ${batch[1]} lost-lease-id -o wide`, env);
   sim.setShape('documented');
 
   const job = sim.mint({ partitions: 2, seconds: 6 });
-  step('7. Keep a lease alive around a job', 'watch renews on a timer and starts the command only once the lease is renewed; its exit status is queenctl\'s.');
-  await run(`queenctl lease watch ${job} --seconds 6 -- sh -c 'echo "working on $QUEEN_LEASE_ID"; sleep 3; echo "done"'`, env);
+  step(
+    '7. Keep a lease alive around a job',
+    "watch renews on a timer and starts the command only once the lease is renewed; its exit status is queenctl's.",
+  );
+  await run(
+    `queenctl lease watch ${job} --seconds 6 -- sh -c 'echo "working on $QUEEN_LEASE_ID"; sleep 3; echo "done"'`,
+    env,
+  );
 
   const doomed = sim.mint({ seconds: 6 });
-  step('8. A lease lost in the middle of a job', 'Another worker acks the batch after 2 s: watch sees renewed 0, stops the job (SIGTERM to its process group) and exits 4.');
+  step(
+    '8. A lease lost in the middle of a job',
+    'Another worker acks the batch after 2 s: watch sees renewed 0, stops the job (SIGTERM to its process group) and exits 4.',
+  );
   const release = setTimeout(() => sim.release(doomed), 2_000);
-  await run(`queenctl lease watch ${doomed} --seconds 6 --every 1s -- sh -c 'trap "echo job: stopping cleanly; exit 143" TERM; while :; do sleep 0.2; done'`, env);
+  await run(
+    `queenctl lease watch ${doomed} --seconds 6 --every 1s -- sh -c 'trap "echo job: stopping cleanly; exit 143" TERM; while :; do sleep 0.2; done'`,
+    env,
+  );
   clearTimeout(release);
 
   process.stdout.write(`\n${bold('Done.')} Next: npm test, and queenctl lease --help.\n`);
@@ -95,7 +128,13 @@ esac`,
 const sim = await startSimulator();
 const { dir, path } = pathWithQueenctl();
 try {
-  await demo(sim, { ...process.env, PATH: path, QUEEN_SERVER: sim.url, QUEEN_TOKEN: undefined, QUEEN_CONTEXT: undefined });
+  await demo(sim, {
+    ...process.env,
+    PATH: path,
+    QUEEN_SERVER: sim.url,
+    QUEEN_TOKEN: undefined,
+    QUEEN_CONTEXT: undefined,
+  });
 } finally {
   await sim.close();
   rmSync(dir, { recursive: true, force: true });

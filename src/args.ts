@@ -20,7 +20,8 @@ export function parseSeconds(text: string, flag = '--seconds'): number {
 /** A small whole number such as --retries or --concurrency. */
 export function parseCount(text: string, flag: string, min: number, max: number): number {
   const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
-  if (!(value >= min && value <= max)) throw new UsageError(`${flag} takes a whole number from ${min} to ${max}, not ${JSON.stringify(text)}`);
+  if (!(value >= min && value <= max))
+    throw new UsageError(`${flag} takes a whole number from ${min} to ${max}, not ${JSON.stringify(text)}`);
   return value;
 }
 
@@ -112,12 +113,16 @@ export function leaseIdSource(args: readonly string[], openStdin: StdinLike | ((
   // Standard input is opened only for `-`: creating process.stdin costs start-up time.
   let opened: StdinLike | undefined;
   const stdinStream = (): StdinLike => (opened ??= typeof openStdin === 'function' ? openStdin() : openStdin);
-  if (args.length === 0) throw new UsageError('missing lease id', 'give one or more lease ids, or - to read them from standard input');
+  if (args.length === 0)
+    throw new UsageError('missing lease id', 'give one or more lease ids, or - to read them from standard input');
   if (args.filter((arg) => arg === '-').length > 1) throw new UsageError('- (standard input) may be given once');
-  args.forEach((arg, index) => arg !== '-' && checkLeaseId(arg, `lease id #${index + 1}`));
+  for (const [index, arg] of args.entries()) if (arg !== '-') checkLeaseId(arg, `lease id #${index + 1}`);
   const readsStdin = args.includes('-');
   if (readsStdin && stdinStream().isTTY) {
-    throw new UsageError('- reads lease ids from standard input, but it is a terminal', 'pipe them in: cat ids.txt | queenctl lease extend -');
+    throw new UsageError(
+      '- reads lease ids from standard input, but it is a terminal',
+      'pipe them in: cat ids.txt | queenctl lease extend -',
+    );
   }
   let cancelled = false;
   return {
@@ -142,7 +147,9 @@ export function leaseIdSource(args: readonly string[], openStdin: StdinLike | ((
           if (error instanceof UsageError || cancelled) throw error;
           // EIO, EISDIR and the like: the input is unusable, which is the user's to fix.
           const code = (error as NodeJS.ErrnoException)?.code;
-          throw new UsageError(`cannot read lease ids from standard input: ${code ?? (error as Error)?.message ?? String(error)}`);
+          throw new UsageError(
+            `cannot read lease ids from standard input: ${code ?? (error as Error)?.message ?? String(error)}`,
+          );
         }
         if (count === 0) throw new UsageError('no lease ids on standard input', 'separate ids by spaces or newlines');
       }

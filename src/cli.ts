@@ -72,7 +72,10 @@ export async function main(argv: string[]): Promise<void> {
     .version(VERSION, '--version', 'print the version')
     .showHelpAfterError('(add --help for usage)')
     .exitOverride()
-    .configureOutput({ writeErr: (text) => process.stderr.write(text), writeOut: (text) => process.stdout.write(text) });
+    .configureOutput({
+      writeErr: (text) => process.stderr.write(text),
+      writeOut: (text) => process.stdout.write(text),
+    });
   const globals = globalContext(ports, VERSION);
   program.addCommand(leaseCommand(globals));
   program.addCommand(configCommand(globals));
@@ -116,7 +119,11 @@ function exitCodeFor(error: unknown): ExitCode {
     return error.exitCode;
   }
   // A bug, not an outcome: say so plainly, and never exit 0. The stack only with QUEENCTL_DEBUG.
-  const detail = process.env.QUEENCTL_DEBUG ? ((error as Error)?.stack ?? String(error)) : String((error as Error)?.message ?? error);
-  process.stderr.write(`queenctl: internal error: ${detail}\n  please report it with the command you ran (QUEENCTL_DEBUG=1 shows where)\n`);
+  const detail = process.env.QUEENCTL_DEBUG
+    ? ((error as Error)?.stack ?? String(error))
+    : String((error as Error)?.message ?? error);
+  process.stderr.write(
+    `queenctl: internal error: ${detail}\n  please report it with the command you ran (QUEENCTL_DEBUG=1 shows where)\n`,
+  );
   return ExitCode.Broker;
 }

@@ -55,7 +55,11 @@ export class BrokerError extends QueenctlError {
 
 /** 401 or 403: retrying will not help, the credentials must change. */
 export class AuthError extends QueenctlError {
-  constructor(message: string, readonly status: number, hint?: string) {
+  constructor(
+    message: string,
+    readonly status: number,
+    hint?: string,
+  ) {
     super(message, ExitCode.Auth, hint);
   }
 }

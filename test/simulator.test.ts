@@ -20,7 +20,12 @@ interface FakeClock {
 
 function fakeClock(start = T0): FakeClock {
   let t = start;
-  return { now: () => t, advance: (ms) => void (t += ms) };
+  return {
+    now: () => t,
+    advance: (ms) => {
+      t += ms;
+    },
+  };
 }
 
 interface Answer {
@@ -49,7 +54,7 @@ async function request(url: string, init: RequestInit = {}): Promise<Answer> {
 /** POST the extend route; `body` undefined sends no body at all. */
 function extend(sim: Simulator, leaseId: string, body?: string, token?: string): Promise<Answer> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (token !== undefined) headers['authorization'] = `Bearer ${token}`;
+  if (token !== undefined) headers.authorization = `Bearer ${token}`;
   return request(extendUrl(sim, leaseId), { method: 'POST', headers, ...(body !== undefined && { body }) });
 }
 
@@ -123,7 +128,17 @@ describe('documented shape (lease-extend-route.md)', () => {
   const { sim, clock } = useSimulator();
 
   it('falls back to 60 seconds for an empty, non-JSON, seconds-less or non-number body', async () => {
-    const bodies = [undefined, '', 'hello', '{}', '{"seconds":"120"}', '{"seconds":null}', '[]', 'null', '{"seconds":true}'];
+    const bodies = [
+      undefined,
+      '',
+      'hello',
+      '{}',
+      '{"seconds":"120"}',
+      '{"seconds":null}',
+      '[]',
+      'null',
+      '{"seconds":true}',
+    ];
     for (const body of bodies) {
       const id = sim().mint({ seconds: 30 });
       const answer = documented(await extend(sim(), id, body));
@@ -169,7 +184,14 @@ describe('documented shape (lease-extend-route.md)', () => {
     const answer = await extend(sim(), id, '{"seconds":120}');
     assert.equal(answer.headers.get('content-type'), 'application/json');
     const body = documented(answer);
-    assert.deepEqual(Object.keys(body), ['leaseId', 'success', 'renewed', 'newExpiresAt', 'expiresAt', 'lease_expires_at']);
+    assert.deepEqual(Object.keys(body), [
+      'leaseId',
+      'success',
+      'renewed',
+      'newExpiresAt',
+      'expiresAt',
+      'lease_expires_at',
+    ]);
     assert.equal(body.leaseId, id);
     assert.equal(body.newExpiresAt, '2026-07-30T11:02:00.000000Z');
     assert.equal(body.expiresAt, body.newExpiresAt);
@@ -240,7 +262,11 @@ describe('authentication and tenants', () => {
       assert.equal(answer.status, status, `token ${token}`);
       assert.deepEqual(answer.json, { error });
     }
-    const basic = await request(extendUrl(sim(), id), { method: 'POST', headers: { authorization: 'Basic eDp5' }, body: '{}' });
+    const basic = await request(extendUrl(sim(), id), {
+      method: 'POST',
+      headers: { authorization: 'Basic eDp5' },
+      body: '{}',
+    });
     assert.equal(basic.status, 401);
   });
 
@@ -324,8 +350,11 @@ describe('array shape (older broker, BROKER-FACTS.md)', () => {
       Promise.all(ids.map(async (id) => arrayResult(await extend(sim(), id, '{"seconds":60}', 'rw'))));
     await fire(); // opens one keep-alive connection per request, so the next round arrives at once
     const results = await fire();
-    results.forEach((result, i) => assert.equal(result.leaseId, ids[i]));
-    assert.ok(results.some((result) => result.index > 0), JSON.stringify(results));
+    for (const [i, result] of results.entries()) assert.equal(result.leaseId, ids[i]);
+    assert.ok(
+      results.some((result) => result.index > 0),
+      JSON.stringify(results),
+    );
     for (const id of ids.slice(0, 2)) {
       assert.equal(arrayResult(await extend(sim(), id, '{}', 'rw')).index, 0);
     }
@@ -375,7 +404,12 @@ describe('routing, headers and lease ids', () => {
   });
 
   it('mints UUIDv7-looking ids with one row per (partition, group)', () => {
-    const id = sim().mint({ partitions: [{ partition: 'p1', group: 'g1' }, { partition: 'p1', group: 'g2' }] });
+    const id = sim().mint({
+      partitions: [
+        { partition: 'p1', group: 'g1' },
+        { partition: 'p1', group: 'g2' },
+      ],
+    });
     assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     assert.equal(sim().lease(id)?.rows.length, 2);
     assert.throws(() => sim().mint({ leaseId: id }), /already exists/);
@@ -457,7 +491,10 @@ describe('faults', () => {
     sim().inject({ kind: 'hang' });
     const pending = extend(sim(), id, '{"seconds":120}');
     await waitFor(() => sim().log.length === 1, 'the held request');
-    const early = await Promise.race([pending.then(() => 'answered'), new Promise((r) => setTimeout(() => r('held'), 50))]);
+    const early = await Promise.race([
+      pending.then(() => 'answered'),
+      new Promise((r) => setTimeout(() => r('held'), 50)),
+    ]);
     assert.equal(early, 'held');
     assert.equal(sim().log[0]?.status, null);
     sim().clearFaults();
@@ -512,7 +549,10 @@ describe('log and stats', () => {
         await request(`${two.url}${path}`);
         await request(`${none.url}${path}`);
       }
-      assert.deepEqual(two.log.map((entry) => entry.rawPath), ['/b', '/c']);
+      assert.deepEqual(
+        two.log.map((entry) => entry.rawPath),
+        ['/b', '/c'],
+      );
       assert.equal(none.log.length, 0);
     } finally {
       await Promise.all([two.close(), none.close()]);
@@ -642,7 +682,9 @@ describe('main.ts (the simulator as its own process)', () => {
     });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
-      const line = await new Promise<string>((resolve) => child.stdout.once('data', (d: Buffer) => resolve(d.toString())));
+      const line = await new Promise<string>((resolve) =>
+        child.stdout.once('data', (d: Buffer) => resolve(d.toString())),
+      );
       assert.match(line, /^\{"url":"http:\/\/127\.0\.0\.1:\d+"\}\n$/);
       const { url } = JSON.parse(line) as { url: string };
       const control = new SimulatorControl(url);

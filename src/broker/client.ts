@@ -91,7 +91,9 @@ export class BrokerClient {
   /** POST /api/v1/lease/:leaseId/extend with `{"seconds": n}`; see contract.ts for the rules. */
   async extend(leaseId: string, seconds: number, options: RequestOptions = {}): Promise<Renewal> {
     const path = `/api/v1/lease/${leaseIdSegment(leaseId)}/extend`;
-    return this.failover(path, JSON.stringify({ seconds }), options, (answer, replica) => parseRenewal(leaseId, answer, replica.url));
+    return this.failover(path, JSON.stringify({ seconds }), options, (answer, replica) =>
+      parseRenewal(leaseId, answer, replica.url),
+    );
   }
 
   async close(): Promise<void> {
@@ -133,7 +135,12 @@ export class BrokerClient {
    * 5xx. Each replica but the last gets an equal share of the time left, so one that hangs
    * cannot use up the whole deadline; the last gets all that remains.
    */
-  private async failover<T>(path: string, body: string, options: RequestOptions, judge: (answer: RawAnswer, replica: Replica) => T): Promise<T> {
+  private async failover<T>(
+    path: string,
+    body: string,
+    options: RequestOptions,
+    judge: (answer: RawAnswer, replica: Replica) => T,
+  ): Promise<T> {
     const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
     const request = requestSignal(timeoutMs, options.signal);
     const startedAt = monotonicMs();
@@ -183,7 +190,11 @@ export class BrokerClient {
       if (options.signal?.aborted) throw options.signal.reason;
       // An answer too large to be a renewal is judged, not a replica that failed.
       if (error instanceof QueenctlError) return { ok: false, error, failover: false };
-      return { ok: false, error: this.failure(error, replica, request.deadline.aborted, timeoutMsOf(options, this.options), shareMs), failover: true };
+      return {
+        ok: false,
+        error: this.failure(error, replica, request.deadline.aborted, timeoutMsOf(options, this.options), shareMs),
+        failover: true,
+      };
     }
     try {
       return { ok: true, value: judge(answer, replica) };
@@ -194,12 +205,25 @@ export class BrokerClient {
     }
   }
 
-  private failure(error: unknown, replica: Replica, overallTimedOut: boolean, timeoutMs: number, shareMs: number | undefined): Error {
+  private failure(
+    error: unknown,
+    replica: Replica,
+    overallTimedOut: boolean,
+    timeoutMs: number,
+    shareMs: number | undefined,
+  ): Error {
     if (error instanceof AttemptTimeout) {
-      return new BrokerError(`no answer from ${replica.url} within ${formatMs(Math.round(shareMs ?? timeoutMs))}, its share of --timeout`, true);
+      return new BrokerError(
+        `no answer from ${replica.url} within ${formatMs(Math.round(shareMs ?? timeoutMs))}, its share of --timeout`,
+        true,
+      );
     }
     if (overallTimedOut) {
-      return new BrokerError(`no answer from ${replica.url} within ${formatMs(timeoutMs)}`, true, 'raise --timeout, or check the broker and its database');
+      return new BrokerError(
+        `no answer from ${replica.url} within ${formatMs(timeoutMs)}`,
+        true,
+        'raise --timeout, or check the broker and its database',
+      );
     }
     const failure = transportError(error, replica.url);
     if (!this.options.proxy) return failure;
@@ -212,12 +236,21 @@ export class BrokerClient {
   }
 
   /** One attempt on one replica; `shareMs` bounds it below the request's own deadline. */
-  private async send(replica: Replica, path: string, body: string, request: RequestSignal, shareMs: number | undefined, label: string): Promise<RawAnswer> {
+  private async send(
+    replica: Replica,
+    path: string,
+    body: string,
+    request: RequestSignal,
+    shareMs: number | undefined,
+    label: string,
+  ): Promise<RawAnswer> {
     const attempt = shareMs === undefined ? undefined : attemptSignal(request.signal, shareMs);
     const trace = this.options.trace;
     const startedAt = monotonicMs();
     const took = (): string => `${Math.round(monotonicMs() - startedAt)}ms`;
-    trace?.(`POST ${replica.origin}${replica.basePath}${path}${label} ${body}${this.options.token ? ' (authorization: Bearer [redacted])' : ''}`);
+    trace?.(
+      `POST ${replica.origin}${replica.basePath}${path}${label} ${body}${this.options.token ? ' (authorization: Bearer [redacted])' : ''}`,
+    );
     try {
       const agent = await this.dispatcher();
       const response = await undiciRequest.call(agent, {
@@ -232,7 +265,8 @@ export class BrokerClient {
       trace?.(`HTTP ${answer.status} from ${replica.origin}${label} in ${took()}: ${excerpt(answer.body)}`);
       return answer;
     } catch (error) {
-      if (!(error instanceof BrokerError)) trace?.(`no answer from ${replica.origin}${label} after ${took()}: ${(error as Error).message}`);
+      if (!(error instanceof BrokerError))
+        trace?.(`no answer from ${replica.origin}${label} after ${took()}: ${(error as Error).message}`);
       if (attempt?.timedOut() && !request.deadline.aborted) throw new AttemptTimeout();
       throw error;
     } finally {
@@ -253,7 +287,9 @@ function combine(failures: Array<{ replica: Replica; error: Error }>): Error {
   const last = failures[failures.length - 1]!;
   if (failures.length === 1 || !(last.error instanceof BrokerError)) return last.error;
   const errors = failures.map((failure) => failure.error as BrokerError);
-  const said = failures.map(({ replica, error }) => (error.message.includes(replica.url) ? error.message : `${replica.url}: ${error.message}`));
+  const said = failures.map(({ replica, error }) =>
+    error.message.includes(replica.url) ? error.message : `${replica.url}: ${error.message}`,
+  );
   return new BrokerError(
     `no replica of the broker could renew: ${said.join('; ')}`,
     errors.some((error) => error.transient),
@@ -270,7 +306,10 @@ export function proxySettings(env: NodeJS.ProcessEnv): ProxySettings | undefined
     try {
       new URL(value);
     } catch {
-      throw new UsageError(`${name.toUpperCase()} is not a URL`, 'set it to a proxy URL such as http://proxy.internal:3128, or unset it');
+      throw new UsageError(
+        `${name.toUpperCase()} is not a URL`,
+        'set it to a proxy URL such as http://proxy.internal:3128, or unset it',
+      );
     }
     return value;
   };
@@ -285,7 +324,12 @@ function describeProxy(proxy: ProxySettings): string {
   const origin = (url: string | undefined): string | undefined => (url ? new URL(url).origin : undefined);
   const http = origin(proxy.httpProxy);
   const https = origin(proxy.httpsProxy) ?? http;
-  const route = https === http ? `through the proxy ${http}` : http ? `through the proxy ${http} for http, ${https} for https` : `through the proxy ${https} for https (http goes direct)`;
+  const route =
+    https === http
+      ? `through the proxy ${http}`
+      : http
+        ? `through the proxy ${http} for http, ${https} for https`
+        : `through the proxy ${https} for https (http goes direct)`;
   return `${route}${proxy.noProxy ? `, except NO_PROXY ${proxy.noProxy}` : ''}`;
 }
 
@@ -296,14 +340,20 @@ interface RequestSignal {
 }
 
 /** An attempt's own signal: the request's, or its share of the deadline, whichever ends first. */
-function attemptSignal(parent: AbortSignal, ms: number): { signal: AbortSignal; timedOut: () => boolean; release: () => void } {
+function attemptSignal(
+  parent: AbortSignal,
+  ms: number,
+): { signal: AbortSignal; timedOut: () => boolean; release: () => void } {
   const controller = new AbortController();
   let expired = false;
   const onParentAbort = (): void => controller.abort(parent.reason);
-  const timer = setTimeout(() => {
-    expired = true;
-    controller.abort(new Error('replica deadline'));
-  }, Math.max(1, Math.round(ms)));
+  const timer = setTimeout(
+    () => {
+      expired = true;
+      controller.abort(new Error('replica deadline'));
+    },
+    Math.max(1, Math.round(ms)),
+  );
   if (parent.aborted) onParentAbort();
   else parent.addEventListener('abort', onParentAbort, { once: true });
   return {
@@ -325,10 +375,13 @@ function requestSignal(timeoutMs: number, outer: AbortSignal | undefined): Reque
   const controller = new AbortController();
   const deadline = new AbortController();
   const onOuterAbort = (): void => controller.abort(outer?.reason);
-  const timer = setTimeout(() => {
-    deadline.abort();
-    controller.abort(new Error('deadline'));
-  }, Math.max(1, timeoutMs));
+  const timer = setTimeout(
+    () => {
+      deadline.abort();
+      controller.abort(new Error('deadline'));
+    },
+    Math.max(1, timeoutMs),
+  );
   if (outer?.aborted) onOuterAbort();
   else outer?.addEventListener('abort', onOuterAbort, { once: true });
   return {
@@ -382,13 +435,25 @@ export function transportError(error: unknown, server: string): BrokerError {
   const code = err.code ?? err.cause?.code ?? '';
   const detail = err.message ?? String(error);
   if (TLS_CODES.test(code) || TLS_CODES.test(detail)) {
-    return new BrokerError(`TLS connection to ${server} failed: ${detail}`, false, 'trust its CA with --cacert <file>, or (not in production) --insecure');
+    return new BrokerError(
+      `TLS connection to ${server} failed: ${detail}`,
+      false,
+      'trust its CA with --cacert <file>, or (not in production) --insecure',
+    );
   }
   if (code === 'ECONNREFUSED') {
-    return new BrokerError(`cannot reach the broker at ${server}: connection refused`, true, 'is the broker running? check --server, QUEEN_SERVER or the context');
+    return new BrokerError(
+      `cannot reach the broker at ${server}: connection refused`,
+      true,
+      'is the broker running? check --server, QUEEN_SERVER or the context',
+    );
   }
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-    return new BrokerError(`cannot reach the broker at ${server}: host not found`, true, 'check --server, QUEEN_SERVER or the context');
+    return new BrokerError(
+      `cannot reach the broker at ${server}: host not found`,
+      true,
+      'check --server, QUEEN_SERVER or the context',
+    );
   }
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') {
     return new BrokerError(`the connection to ${server} was closed before a full answer`, true);

@@ -79,7 +79,7 @@ function statusError(answer: RawAnswer, server: string): AuthError | BrokerError
     return new AuthError(
       `the broker refused the credentials (HTTP 401${saidText})`,
       status,
-      'give a valid token with --token-file, QUEEN_TOKEN or the context\'s token-ref',
+      "give a valid token with --token-file, QUEEN_TOKEN or the context's token-ref",
     );
   }
   if (status === 403) {
@@ -139,14 +139,21 @@ function timestamp(value: unknown, key: string, body: string): number | null {
 
 const EXPIRY_KEYS = ['newExpiresAt', 'expiresAt', 'lease_expires_at'] as const;
 
-function parseDocumented(leaseId: string, answer: Record<string, unknown>, body: string): Omit<Renewal, 'brokerDateMs'> {
+function parseDocumented(
+  leaseId: string,
+  answer: Record<string, unknown>,
+  body: string,
+): Omit<Renewal, 'brokerDateMs'> {
   const { renewed, success } = answer;
   if (typeof renewed !== 'number' || !Number.isSafeInteger(renewed) || renewed < 0) {
     throw outsideContract('renewed is not a whole number', body);
   }
   if (typeof success !== 'boolean') throw outsideContract('success is not a boolean', body);
   if (answer.leaseId !== leaseId) {
-    throw outsideContract(typeof answer.leaseId === 'string' ? 'it is about another lease id' : 'leaseId is missing or not a string', body);
+    throw outsideContract(
+      typeof answer.leaseId === 'string' ? 'it is about another lease id' : 'leaseId is missing or not a string',
+      body,
+    );
   }
   const expiries = EXPIRY_KEYS.map((key) => timestamp(answer[key], key, body));
   // The route document says the three keys carry one value; if they do not, nothing
@@ -216,7 +223,7 @@ export function parseRenewal(leaseId: string, answer: RawAnswer, server: string)
     // (BROKER-FACTS.md): the broker failed, which says nothing about the lease.
     throw new BrokerError(`the broker could not run the renewal: ${parsed.error}`, false);
   }
-  throw outsideContract('neither renewed nor an older broker\'s array', answer.body);
+  throw outsideContract("neither renewed nor an older broker's array", answer.body);
 }
 
 /** True when the renewal renewed something. The one test of success, used everywhere. */

@@ -35,7 +35,11 @@ export interface RetryContext {
   random?: () => number;
 }
 
-export async function withRetries<T>(attempt: () => Promise<T>, policy: RetryPolicy, context: RetryContext): Promise<T> {
+export async function withRetries<T>(
+  attempt: () => Promise<T>,
+  policy: RetryPolicy,
+  context: RetryContext,
+): Promise<T> {
   for (let tries = 1; ; tries++) {
     try {
       return await attempt();

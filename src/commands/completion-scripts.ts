@@ -94,7 +94,7 @@ function flagsAt(root: CommandSpec, path: string): FlagSpec[] {
   for (const spec of chain.reverse()) {
     for (const flag of spec.flags) {
       if (flag.names.some((name) => seen.has(name))) continue;
-      flag.names.forEach((name) => seen.add(name));
+      for (const name of flag.names) seen.add(name);
       flags.push(flag);
     }
   }
@@ -174,7 +174,16 @@ function bashScript(name: string, root: CommandSpec): string {
   const fn = `_${name.replace(/[^A-Za-z0-9_]/g, '_')}`;
   return `${header('bash', name, `source <(${name} completion bash)`)}
 ${shellTables(`${fn}_commands`, root, (spec) => `REPLY=${sq(spec.children.map((child) => child.name).join(' '))}`)}
-${shellTables(`${fn}_flags`, root, (spec) => `REPLY=${sq(flagsAt(root, spec.path).flatMap((flag) => flag.names).join(' '))}`)}
+${shellTables(
+  `${fn}_flags`,
+  root,
+  (spec) =>
+    `REPLY=${sq(
+      flagsAt(root, spec.path)
+        .flatMap((flag) => flag.names)
+        .join(' '),
+    )}`,
+)}
 ${valueTable(`${fn}_value`, root)}
 ${argumentTable(`${fn}_argument`, root)}
 ${fn}_offer() {
@@ -247,7 +256,14 @@ function zshScript(name: string, root: CommandSpec): string {
   return `#compdef ${name}
 ${header('zsh', name, `source <(${name} completion zsh), after compinit`)}
 ${shellTables(`${fn}_commands`, root, (spec) => `reply=(${spec.children.flatMap((child) => described([child.name], child.description)).join(' ')})`)}
-${shellTables(`${fn}_flags`, root, (spec) => `reply=(${flagsAt(root, spec.path).flatMap((flag) => described(flag.names, flag.description)).join(' ')})`)}
+${shellTables(
+  `${fn}_flags`,
+  root,
+  (spec) =>
+    `reply=(${flagsAt(root, spec.path)
+      .flatMap((flag) => described(flag.names, flag.description))
+      .join(' ')})`,
+)}
 ${valueTable(`${fn}_value`, root)}
 ${argumentTable(`${fn}_argument`, root)}
 ${fn}_offer() {
@@ -319,27 +335,52 @@ function fishScript(name: string, root: CommandSpec): string {
   const fn = `__${name.replace(/[^A-Za-z0-9_]/g, '_')}`;
   const specs = everyCommand(root);
   const lines: string[] = [];
-  const commandArms = specs.map((spec) => `        case ${fq(spec.path)}\n            printf '%s\\n' ${spec.children.map((child) => fq(child.name)).join(' ')}`);
+  const commandArms = specs.map(
+    (spec) =>
+      `        case ${fq(spec.path)}\n            printf '%s\\n' ${spec.children.map((child) => fq(child.name)).join(' ')}`,
+  );
   const valueArms = specs.flatMap((spec) => {
-    const names = flagsAt(root, spec.path).filter((flag) => flag.value !== null).flatMap((flag) => flag.names);
-    return names.length > 0 ? [`        case ${fq(spec.path)}\n            contains -- $argv[2] ${names.map(fq).join(' ')}`] : [];
+    const names = flagsAt(root, spec.path)
+      .filter((flag) => flag.value !== null)
+      .flatMap((flag) => flag.names);
+    return names.length > 0
+      ? [`        case ${fq(spec.path)}\n            contains -- $argv[2] ${names.map(fq).join(' ')}`]
+      : [];
   });
   const complete = (condition: string, rest: string): string => `complete -c ${name} -n ${fq(condition)} ${rest}`;
   const flagLine = (flag: FlagSpec, condition: string): string => {
-    const spellings = flag.names.map((spelling) => (spelling.startsWith('--') ? `-l ${spelling.slice(2)}` : `-s ${spelling.slice(1)}`)).join(' ');
+    const spellings = flag.names
+      .map((spelling) => (spelling.startsWith('--') ? `-l ${spelling.slice(2)}` : `-s ${spelling.slice(1)}`))
+      .join(' ');
     const value =
-      flag.value === null ? '' : flag.value === 'file' ? ' -r -F' : flag.value === 'context' ? ` -x -a ${fq(`(${fn}_contexts)`)}` : flag.value === 'any' ? ' -x' : ` -x -a ${fq(flag.value.slice('words:'.length))}`;
+      flag.value === null
+        ? ''
+        : flag.value === 'file'
+          ? ' -r -F'
+          : flag.value === 'context'
+            ? ` -x -a ${fq(`(${fn}_contexts)`)}`
+            : flag.value === 'any'
+              ? ' -x'
+              : ` -x -a ${fq(flag.value.slice('words:'.length))}`;
     return complete(condition, `${spellings}${value} -d ${fq(oneLine(flag.description))}`);
   };
   for (const spec of specs) {
     const at = `${fn}_at ${fq(spec.path)}`;
-    for (const child of spec.children) lines.push(complete(at, `-a ${fq(child.name)} -d ${fq(oneLine(child.description))}`));
+    for (const child of spec.children)
+      lines.push(complete(at, `-a ${fq(child.name)} -d ${fq(oneLine(child.description))}`));
     // The program's own flags are accepted after any command, so they are offered everywhere.
     const condition = spec.path === '' ? `not ${fn}_at __dashdash` : at;
     for (const flag of spec.flags) lines.push(flagLine(flag, condition));
     if (spec.argument !== null) {
       const kind = spec.argument;
-      const offer = kind === 'file' ? '-F' : kind === 'context' ? `-a ${fq(`(${fn}_contexts)`)}` : kind === 'any' ? '' : `-a ${fq(kind.slice('words:'.length))}`;
+      const offer =
+        kind === 'file'
+          ? '-F'
+          : kind === 'context'
+            ? `-a ${fq(`(${fn}_contexts)`)}`
+            : kind === 'any'
+              ? ''
+              : `-a ${fq(kind.slice('words:'.length))}`;
       if (offer) lines.push(complete(at, offer));
     }
   }

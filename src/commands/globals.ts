@@ -45,12 +45,17 @@ export interface GlobalFlags {
 
 export function addGlobalOptions(program: Command): Command {
   return program
-    .option('--server <url>', 'broker URL, or replicas separated by commas, tried in turn (env QUEEN_SERVER; default from the context, else http://localhost:6632)')
+    .option(
+      '--server <url>',
+      'broker URL, or replicas separated by commas, tried in turn (env QUEEN_SERVER; default from the context, else http://localhost:6632)',
+    )
     .option('--token <jwt>', 'bearer token (env QUEEN_TOKEN); prefer --token-file, a flag shows in ps')
     .option('--token-file <path>', 'read the bearer token from a file (a trailing newline is ignored)')
     .option('--context <name>', 'context of the config file to use (env QUEEN_CONTEXT)')
     .option('--config <path>', 'config file (env QUEEN_CONFIG; default ~/.queen/config.yaml)')
-    .addOption(new Option('-o, --output <format>', 'table|wide|json|ndjson|yaml (default: table on a terminal, else json)'))
+    .addOption(
+      new Option('-o, --output <format>', 'table|wide|json|ndjson|yaml (default: table on a terminal, else json)'),
+    )
     .addOption(
       new Option('--timeout <duration>', 'deadline of one HTTP request: 250ms, 10s, 1m')
         .default(10_000, '10s')
@@ -111,7 +116,10 @@ export interface LocalRuntime {
 }
 
 export interface GlobalContext {
-  run(command: Command, verb: (runtime: Runtime, settings: Settings, process: VerbProcess) => Promise<number>): Promise<void>;
+  run(
+    command: Command,
+    verb: (runtime: Runtime, settings: Settings, process: VerbProcess) => Promise<number>,
+  ): Promise<void>;
   runLocal(command: Command, verb: (runtime: LocalRuntime) => Promise<ExitCode>): Promise<void>;
 }
 
@@ -132,7 +140,8 @@ export function redactingStream<T extends OutputStream>(stream: T, secret: strin
   return new Proxy(stream, {
     get(target, property) {
       if (property === 'write') {
-        return (chunk: unknown, ...rest: unknown[]) => (target.write as (...args: unknown[]) => boolean).call(target, scrub(chunk), ...rest);
+        return (chunk: unknown, ...rest: unknown[]) =>
+          (target.write as (...args: unknown[]) => boolean).call(target, scrub(chunk), ...rest);
       }
       const value: unknown = Reflect.get(target, property, target);
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
@@ -157,7 +166,8 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       const stdoutIsTTY = Boolean(ports.stdout.isTTY);
       const resolved = resolveFormat(flags.output, stdoutIsTTY);
       const connection = await resolveConnection(flags, ports.env);
-      const secret = connection.token !== undefined && connection.token.length >= MIN_REDACTED_LENGTH ? connection.token : undefined;
+      const secret =
+        connection.token !== undefined && connection.token.length >= MIN_REDACTED_LENGTH ? connection.token : undefined;
       const stdout = secret ? redactingStream(ports.stdout, secret) : ports.stdout;
       const stderr = secret ? redactingStream(ports.stderr, secret) : ports.stderr;
       const io: IO = {
@@ -196,7 +206,13 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
           timeoutMs: flags.timeout,
         };
         const { env, argvAfterDashDash, relaySignals } = ports;
-        ports.setExitCode(await verb({ io, client, clock: systemClock, signal: ports.signal }, settings, { env, argvAfterDashDash, relaySignals }));
+        ports.setExitCode(
+          await verb({ io, client, clock: systemClock, signal: ports.signal }, settings, {
+            env,
+            argvAfterDashDash,
+            relaySignals,
+          }),
+        );
       } catch (error) {
         // cli.ts prints what escapes a verb on the raw stderr: scrub it here.
         if (secret && error instanceof Error) scrubError(error, secret);
@@ -229,5 +245,6 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
 function scrubError(error: Error, secret: string): void {
   error.message = error.message.replaceAll(secret, '[redacted]');
   const withHint = error as Error & { hint?: string };
-  if (typeof withHint.hint === 'string') Object.defineProperty(error, 'hint', { value: withHint.hint.replaceAll(secret, '[redacted]') });
+  if (typeof withHint.hint === 'string')
+    Object.defineProperty(error, 'hint', { value: withHint.hint.replaceAll(secret, '[redacted]') });
 }

@@ -25,7 +25,12 @@ export class EditableConfig {
     const yaml = await import('yaml');
     const text = await readConfigText(path);
     if (text === null) {
-      return new EditableConfig(yaml, new yaml.Document(), { path, exists: false, currentContext: undefined, contexts: [] });
+      return new EditableConfig(yaml, new yaml.Document(), {
+        path,
+        exists: false,
+        currentContext: undefined,
+        contexts: [],
+      });
     }
     const { config, document } = await parseConfigDocument(path, text);
     return new EditableConfig(yaml, document, config);
@@ -87,7 +92,9 @@ export class EditableConfig {
   }
 
   private contextNode(name: string): YAMLMap | undefined {
-    const item = this.contextsNode()?.items.find((candidate) => this.yaml.isMap(candidate) && candidate.get('name') === name);
+    const item = this.contextsNode()?.items.find(
+      (candidate) => this.yaml.isMap(candidate) && candidate.get('name') === name,
+    );
     return item as YAMLMap | undefined;
   }
 }

@@ -31,7 +31,13 @@ export interface ConfigFile {
 }
 
 /** The keys of a context this tool reads, and the type each must have. */
-const CONTEXT_KEYS = { name: 'string', server: 'string', 'token-ref': 'string', insecure: 'boolean', cacert: 'string' } as const;
+const CONTEXT_KEYS = {
+  name: 'string',
+  server: 'string',
+  'token-ref': 'string',
+  insecure: 'boolean',
+  cacert: 'string',
+} as const;
 
 export function defaultConfigPath(env: NodeJS.ProcessEnv): string {
   return join(env.HOME || homedir(), '.queen', 'config.yaml');
@@ -49,8 +55,12 @@ export async function readConfigText(path: string): Promise<string | null> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return null;
-    if (code === 'EISDIR') throw new UsageError(`the config file ${path} is a directory`, 'point --config or QUEEN_CONFIG at a file');
-    throw new UsageError(`cannot read the config file ${path}: ${code ?? (error as Error).message}`, 'check its permissions, or point --config elsewhere');
+    if (code === 'EISDIR')
+      throw new UsageError(`the config file ${path} is a directory`, 'point --config or QUEEN_CONFIG at a file');
+    throw new UsageError(
+      `cannot read the config file ${path}: ${code ?? (error as Error).message}`,
+      'check its permissions, or point --config elsewhere',
+    );
   }
 }
 
@@ -103,7 +113,8 @@ export async function parseConfigDocument(path: string, text: string): Promise<P
   const contextsNode = root.get('contexts', true);
   const contexts: ContextEntry[] = [];
   if (contextsNode !== undefined && !(yaml.isScalar(contextsNode) && contextsNode.value === null)) {
-    if (!yaml.isSeq(contextsNode)) throw malformed(`${at(contextsNode)}: contexts must be a list of entries (- name: ...)`);
+    if (!yaml.isSeq(contextsNode))
+      throw malformed(`${at(contextsNode)}: contexts must be a list of entries (- name: ...)`);
     const seen = new Map<string, string>();
     for (const item of contextsNode.items) {
       if (!yaml.isMap(item)) throw malformed(`${at(item)}: each context must be a mapping with a name`);
@@ -122,7 +133,8 @@ export async function parseConfigDocument(path: string, text: string): Promise<P
       if (entry.name === undefined) throw malformed(`${at(item)}: a context has no name`);
       const name = entry.name as string;
       const earlier = seen.get(name);
-      if (earlier) throw malformed(`${at(item)}: the context ${JSON.stringify(name)} is defined twice (also at ${earlier})`);
+      if (earlier)
+        throw malformed(`${at(item)}: the context ${JSON.stringify(name)} is defined twice (also at ${earlier})`);
       seen.set(name, at(item));
       contexts.push(entry as unknown as ContextEntry);
     }
@@ -131,7 +143,10 @@ export async function parseConfigDocument(path: string, text: string): Promise<P
 }
 
 function malformed(message: string): UsageError {
-  return new UsageError(`the config file ${message}`, 'fix that line, or point --config or QUEEN_CONFIG at another file');
+  return new UsageError(
+    `the config file ${message}`,
+    'fix that line, or point --config or QUEEN_CONFIG at another file',
+  );
 }
 
 function where(path: string, line: number | undefined): string {
@@ -153,6 +168,10 @@ export function knownContexts(config: ConfigFile): string {
 /** The context by name, or a usage error that lists the ones there are. */
 export function findContext(config: ConfigFile, name: string, how: string, fix?: string): ContextEntry {
   const entry = config.contexts.find((candidate) => candidate.name === name);
-  if (!entry) throw new UsageError(`no context named ${JSON.stringify(name)} (${how})`, fix ? `${knownContexts(config)}\n  ${fix}` : knownContexts(config));
+  if (!entry)
+    throw new UsageError(
+      `no context named ${JSON.stringify(name)} (${how})`,
+      fix ? `${knownContexts(config)}\n  ${fix}` : knownContexts(config),
+    );
   return entry;
 }

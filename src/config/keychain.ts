@@ -32,9 +32,15 @@ export interface KeychainItem {
 export function parseKeychainRef(ref: string): KeychainItem {
   const rest = ref.slice('keychain://'.length);
   const [first, ...more] = rest.split('/');
-  const item = more.length > 0 ? { service: first ?? '', account: more.join('/') } : { service: KEYCHAIN_SERVICE, account: first ?? '' };
+  const item =
+    more.length > 0
+      ? { service: first ?? '', account: more.join('/') }
+      : { service: KEYCHAIN_SERVICE, account: first ?? '' };
   if (!item.service || !item.account) {
-    throw new UsageError(`token-ref ${JSON.stringify(ref)} names no keychain item`, 'use keychain://<name> or keychain://<service>/<account>');
+    throw new UsageError(
+      `token-ref ${JSON.stringify(ref)} names no keychain item`,
+      'use keychain://<name> or keychain://<service>/<account>',
+    );
   }
   return item;
 }
@@ -50,8 +56,10 @@ const PLATFORMS: Partial<Record<NodeJS.Platform, Platform>> = {
   linux: {
     tool: 'secret-tool',
     args: (item) => ['lookup', 'service', item.service, 'username', item.account],
-    install: 'install libsecret-tools (Debian, Ubuntu) or libsecret (Fedora, Arch), with a Secret Service such as GNOME Keyring or KeePassXC running',
-    store: (item) => `secret-tool store --label='queenctl ${item.account}' service ${item.service} username ${item.account}`,
+    install:
+      'install libsecret-tools (Debian, Ubuntu) or libsecret (Fedora, Arch), with a Secret Service such as GNOME Keyring or KeePassXC running',
+    store: (item) =>
+      `secret-tool store --label='queenctl ${item.account}' service ${item.service} username ${item.account}`,
   },
   darwin: {
     tool: 'security',
@@ -61,7 +69,8 @@ const PLATFORMS: Partial<Record<NodeJS.Platform, Platform>> = {
   },
 };
 
-const ALTERNATIVES = 'or use token-ref: file:///abs/path/to/token (mode 0600), token-ref: env with QUEEN_TOKEN, or --token-file <path>';
+const ALTERNATIVES =
+  'or use token-ref: file:///abs/path/to/token (mode 0600), token-ref: env with QUEEN_TOKEN, or --token-file <path>';
 
 /** The token in the keychain item; a UsageError that says what to do when it cannot be had. */
 export async function readKeychainToken(
@@ -77,7 +86,10 @@ export async function readKeychainToken(
   }
   const result = await run(support.tool, support.args(item));
   if (result.code === null) {
-    throw new UsageError(`the ${where} is ${ref}, which needs \`${support.tool}\`, and it is not installed or not on PATH`, `${support.install}; ${ALTERNATIVES}`);
+    throw new UsageError(
+      `the ${where} is ${ref}, which needs \`${support.tool}\`, and it is not installed or not on PATH`,
+      `${support.install}; ${ALTERNATIVES}`,
+    );
   }
   // secret-tool prints nothing and exits 1 for a missing item; security exits 44.
   const token = result.stdout.replace(/\r?\n$/, '');
@@ -94,11 +106,20 @@ export async function readKeychainToken(
 /** Runs the platform's tool; its stdout is the secret, so it is neither logged nor echoed. */
 export function runSecretTool(file: string, args: string[]): Promise<SecretToolResult> {
   return new Promise((resolve) => {
-    execFile(file, args, { timeout: LOOKUP_TIMEOUT_MS, encoding: 'utf8', maxBuffer: 64 * 1024 }, (error, stdout, stderr) => {
-      const code = (error as NodeJS.ErrnoException | null)?.code;
-      if (code === 'ENOENT') return resolve({ code: null, stdout: '', stderr: '' });
-      const status = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code: status, stdout, stderr: error?.killed ? `no answer within ${LOOKUP_TIMEOUT_MS / 1000}s` : stderr });
-    });
+    execFile(
+      file,
+      args,
+      { timeout: LOOKUP_TIMEOUT_MS, encoding: 'utf8', maxBuffer: 64 * 1024 },
+      (error, stdout, stderr) => {
+        const code = (error as NodeJS.ErrnoException | null)?.code;
+        if (code === 'ENOENT') return resolve({ code: null, stdout: '', stderr: '' });
+        const status = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({
+          code: status,
+          stdout,
+          stderr: error?.killed ? `no answer within ${LOOKUP_TIMEOUT_MS / 1000}s` : stderr,
+        });
+      },
+    );
   });
 }

@@ -60,15 +60,24 @@ export interface ChosenContext {
 }
 
 /** The context in force: --context, else $QUEEN_CONTEXT, else the file's current-context. */
-export function chooseContext(flags: Pick<ConnectionFlags, 'context'>, env: NodeJS.ProcessEnv, config: ConfigFile): ChosenContext | undefined {
+export function chooseContext(
+  flags: Pick<ConnectionFlags, 'context'>,
+  env: NodeJS.ProcessEnv,
+  config: ConfigFile,
+): ChosenContext | undefined {
   if (flags.context !== undefined) return { name: flags.context, how: '--context', from: 'flag' };
   const fromVariable = fromEnv(env, 'QUEEN_CONTEXT');
   if (fromVariable !== undefined) return { name: fromVariable.trim(), how: 'QUEEN_CONTEXT', from: 'env' };
-  if (config.currentContext !== undefined) return { name: config.currentContext, how: `the current-context of ${config.path}`, from: 'file' };
+  if (config.currentContext !== undefined)
+    return { name: config.currentContext, how: `the current-context of ${config.path}`, from: 'file' };
   return undefined;
 }
 
-export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv, options: ResolveOptions = {}): Promise<Connection> {
+export async function resolveConnection(
+  flags: ConnectionFlags,
+  env: NodeJS.ProcessEnv,
+  options: ResolveOptions = {},
+): Promise<Connection> {
   const platform = options.platform ?? process.platform;
   const config = await readConfigFile(configPathFor(flags.config, env));
   const notes: string[] = [config.exists ? `config file ${config.path}` : `no config file at ${config.path}`];
@@ -76,7 +85,10 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
   const chosen = chooseContext(flags, env, config);
   // A context named by any of the three must exist: talking to another broker than the one
   // the operator chose is worse than stopping (kubectl does the same).
-  const fix = chosen?.from === 'file' && config.contexts.length > 0 ? 'choose one with: queenctl config use-context <name>' : undefined;
+  const fix =
+    chosen?.from === 'file' && config.contexts.length > 0
+      ? 'choose one with: queenctl config use-context <name>'
+      : undefined;
   const context = chosen ? findContext(config, chosen.name, `from ${chosen.how}`, fix) : undefined;
   if (chosen) notes.push(`context ${JSON.stringify(chosen.name)} from ${chosen.how}`);
 
@@ -97,8 +109,15 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
   notes.push(token === undefined ? 'no token' : `token from ${source} (${token.length} characters; never shown)`);
 
   const insecure = flags.insecure ?? context?.insecure ?? false;
-  const cacertPath = flags.cacert ?? (context?.cacert !== undefined ? resolvePath(dirname(config.path), context.cacert) : undefined);
-  const ca = cacertPath !== undefined ? await readCaFile(cacertPath, flags.cacert !== undefined ? '--cacert' : `the cacert of context ${JSON.stringify(context?.name)}`) : undefined;
+  const cacertPath =
+    flags.cacert ?? (context?.cacert !== undefined ? resolvePath(dirname(config.path), context.cacert) : undefined);
+  const ca =
+    cacertPath !== undefined
+      ? await readCaFile(
+          cacertPath,
+          flags.cacert !== undefined ? '--cacert' : `the cacert of context ${JSON.stringify(context?.name)}`,
+        )
+      : undefined;
   if (cacertPath !== undefined) notes.push(`trusting only the CA in ${cacertPath} for https`);
 
   const warnings: string[] = [];
@@ -122,7 +141,8 @@ export async function resolveConnection(flags: ConnectionFlags, env: NodeJS.Proc
   if (token !== undefined && platform !== 'win32') {
     const file = source.startsWith('--token-file ') ? source.slice('--token-file '.length) : tokenFileOf(context);
     const loose = file !== undefined ? await looseMode(file) : undefined;
-    if (loose !== undefined) warnings.push(`the token file ${file} can be read by other users (mode ${loose}): chmod 600 ${file}`);
+    if (loose !== undefined)
+      warnings.push(`the token file ${file} can be read by other users (mode ${loose}): chmod 600 ${file}`);
   }
 
   return {
@@ -144,8 +164,17 @@ function listHosts(servers: string[]): string {
 
 /** 127.0.0.0/8, ::1 and localhost: traffic that never leaves the machine. */
 export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
-  return host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host) || host === '::ffff:127.0.0.1';
+  const host = hostname
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '');
+  return (
+    host === 'localhost' ||
+    host.endsWith('.localhost') ||
+    host === '::1' ||
+    /^127(\.\d{1,3}){3}$/.test(host) ||
+    host === '::ffff:127.0.0.1'
+  );
 }
 
 /**
@@ -155,21 +184,32 @@ export function isLoopbackHost(hostname: string): boolean {
  */
 export function parseServers(spec: string, how: string): string[] {
   const entries = spec.split(',').map((entry) => entry.trim());
-  if (entries.every((entry) => entry === '')) throw new UsageError(`${how} gives no broker URL`, 'use a URL such as http://localhost:6632');
+  if (entries.every((entry) => entry === ''))
+    throw new UsageError(`${how} gives no broker URL`, 'use a URL such as http://localhost:6632');
   const servers: string[] = [];
   for (const entry of entries) {
-    if (entry === '') throw new UsageError(`${how} has an empty entry in its list of brokers`, 'separate replicas with single commas: https://a:6632,https://b:6632');
+    if (entry === '')
+      throw new UsageError(
+        `${how} has an empty entry in its list of brokers`,
+        'separate replicas with single commas: https://a:6632,https://b:6632',
+      );
     let url: URL;
     try {
       url = new URL(entry);
     } catch {
-      throw new UsageError(`${JSON.stringify(entry)} (from ${how}) is not a broker URL`, 'use a URL such as http://localhost:6632 or https://queen.internal:6632');
+      throw new UsageError(
+        `${JSON.stringify(entry)} (from ${how}) is not a broker URL`,
+        'use a URL such as http://localhost:6632 or https://queen.internal:6632',
+      );
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new UsageError(`the broker URL from ${how} must start with http:// or https://, not ${url.protocol}`);
     }
     if (url.username || url.password) {
-      throw new UsageError(`the broker URL from ${how} carries a user name or password`, 'remove it: queenctl sends a bearer token (--token-file, QUEEN_TOKEN or the context\'s token-ref)');
+      throw new UsageError(
+        `the broker URL from ${how} carries a user name or password`,
+        "remove it: queenctl sends a bearer token (--token-file, QUEEN_TOKEN or the context's token-ref)",
+      );
     }
     const server = `${url.origin}${url.pathname}`.replace(/\/+$/, '');
     if (!servers.includes(server)) servers.push(server);
@@ -189,7 +229,10 @@ async function resolveToken(
   }
   if (flags.token !== undefined) return { token: checkToken(flags.token, '--token'), source: '--token' };
   if (flags.tokenFile !== undefined) {
-    return { token: checkToken(await readTokenFile(flags.tokenFile, '--token-file'), `the token file ${flags.tokenFile}`), source: `--token-file ${flags.tokenFile}` };
+    return {
+      token: checkToken(await readTokenFile(flags.tokenFile, '--token-file'), `the token file ${flags.tokenFile}`),
+      source: `--token-file ${flags.tokenFile}`,
+    };
   }
   const envToken = fromEnv(env, 'QUEEN_TOKEN');
   if (envToken !== undefined) return { token: checkToken(envToken.trim(), 'QUEEN_TOKEN'), source: 'QUEEN_TOKEN' };
@@ -197,12 +240,23 @@ async function resolveToken(
   if (ref === undefined || context === undefined) return { token: undefined, source: 'none' };
   const where = `token-ref of context ${JSON.stringify(context.name)}`;
   const shown = ref.startsWith('literal:') ? 'literal:[redacted]' : ref;
-  return { token: checkToken(await readTokenRef(ref, where, platform, run), `the ${where}`), source: `the ${where} (${shown})` };
+  return {
+    token: checkToken(await readTokenRef(ref, where, platform, run), `the ${where}`),
+    source: `the ${where} (${shown})`,
+  };
 }
 
-async function readTokenRef(ref: string, where: string, platform: NodeJS.Platform, run: SecretToolRunner | undefined): Promise<string> {
+async function readTokenRef(
+  ref: string,
+  where: string,
+  platform: NodeJS.Platform,
+  run: SecretToolRunner | undefined,
+): Promise<string> {
   if (ref === 'env') {
-    throw new UsageError(`the ${where} is env, but QUEEN_TOKEN is not set`, 'export QUEEN_TOKEN, or give --token-file <path>');
+    throw new UsageError(
+      `the ${where} is env, but QUEEN_TOKEN is not set`,
+      'export QUEEN_TOKEN, or give --token-file <path>',
+    );
   }
   if (ref.startsWith('literal:')) return ref.slice('literal:'.length);
   if (ref.startsWith('file://')) {
@@ -210,7 +264,10 @@ async function readTokenRef(ref: string, where: string, platform: NodeJS.Platfor
     try {
       path = fileURLToPath(ref);
     } catch {
-      throw new UsageError(`the ${where} is not a file URL of an absolute path`, 'write it as file:///abs/path/to/token');
+      throw new UsageError(
+        `the ${where} is not a file URL of an absolute path`,
+        'write it as file:///abs/path/to/token',
+      );
     }
     return readTokenFile(path, `the ${where}`);
   }
@@ -262,7 +319,10 @@ async function readCaFile(path: string, what: string): Promise<string> {
     throw unreadable(what, path, error);
   }
   if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
-    throw new UsageError(`${what} ${path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`, 'give the CA certificate that signed the broker\'s certificate, in PEM');
+    throw new UsageError(
+      `${what} ${path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`,
+      "give the CA certificate that signed the broker's certificate, in PEM",
+    );
   }
   return pem;
 }
@@ -294,5 +354,8 @@ function unreadable(what: string, path: string, error: unknown): UsageError {
   const code = (error as NodeJS.ErrnoException).code;
   const words = code ? UNREADABLE_REASONS[code] : undefined;
   const reason = words ? `${words} (${code})` : (code ?? (error as Error).message);
-  return new UsageError(`cannot read ${what} ${path}: ${reason}`, 'check the path, and that this user may read the file');
+  return new UsageError(
+    `cannot read ${what} ${path}: ${reason}`,
+    'check the path, and that this user may read the file',
+  );
 }

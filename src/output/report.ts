@@ -3,7 +3,7 @@
  * not held and what that means, broker errors, and why it stopped early. Keeps only a few
  * examples of each, so a run over thousands of ids stays small in memory.
  */
-import type { LeaseOutcome, RenewAllSummary } from '../commands/lease/renewAll.js';
+import type { LeaseOutcome, RenewAllSummary } from '../commands/lease/renew-all.js';
 import { errorMessage, listSome, LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
 
 const EXAMPLES = 5;
@@ -69,7 +69,12 @@ export class RunReport {
     for (const [message, group] of this.errors) {
       const error = this.firstError.get(message) as Error;
       // The lease is named either way: at 3 a.m. "HTTP 503" alone does not say what is at stake.
-      lines.push(errorMessage(error).replace(/\n/, single ? `; lease ${some(group)} may or may not be held\n` : ` (lease ${some(group)})\n`));
+      lines.push(
+        errorMessage(error).replace(
+          /\n/,
+          single ? `; lease ${some(group)} may or may not be held\n` : ` (lease ${some(group)})\n`,
+        ),
+      );
     }
     let notHeldCount = 0;
     for (const [reason, group] of this.notHeld) {
@@ -87,11 +92,15 @@ export class RunReport {
       const sent = held + notHeld + failed > 0 ? '; no lease id after it was sent' : '; nothing was sent';
       lines.push(errorMessage(summary.inputError).replace(/\n/, `${sent}\n`));
     }
-    if (!single && summary.stoppedBy === 'auth') lines.push('queenctl: stopped at the first refusal: the remaining lease ids were not sent\n');
+    if (!single && summary.stoppedBy === 'auth')
+      lines.push('queenctl: stopped at the first refusal: the remaining lease ids were not sent\n');
     if (!single && summary.stoppedBy === 'broker') {
-      lines.push(`queenctl: stopped ${this.done()}: the broker kept failing; the remaining lease ids were not sent (rerun them once it answers)\n`);
+      lines.push(
+        `queenctl: stopped ${this.done()}: the broker kept failing; the remaining lease ids were not sent (rerun them once it answers)\n`,
+      );
     }
-    if (summary.stoppedBy === 'signal') lines.push(`queenctl: interrupted ${this.done()}; the remaining lease ids were not sent\n`);
+    if (summary.stoppedBy === 'signal')
+      lines.push(`queenctl: interrupted ${this.done()}; the remaining lease ids were not sent\n`);
     return lines.join('');
   }
 }

@@ -83,7 +83,8 @@ export function lostWords(event: LostEvent): string {
 }
 
 function retryWords(event: RetryEvent): string {
-  const left = event.remainingMs === null ? 'not renewed yet' : `${formatDuration(event.remainingMs)} left on the lease`;
+  const left =
+    event.remainingMs === null ? 'not renewed yet' : `${formatDuration(event.remainingMs)} left on the lease`;
   return `lease ${event.leaseId}: ${event.error}; retry ${event.attempt} in ${formatDuration(event.retryInMs)} (${left})`;
 }
 
@@ -149,7 +150,10 @@ export function childNotStartedNote(command: string): string {
 }
 
 export function childStartFailed(command: string, exit: ChildExit): string {
-  const why = exit.startError?.code === 'ENOENT' ? 'not found (check the name and PATH)' : (exit.startError?.message ?? 'cannot be run');
+  const why =
+    exit.startError?.code === 'ENOENT'
+      ? 'not found (check the name and PATH)'
+      : (exit.startError?.message ?? 'cannot be run');
   return line(`cannot run ${command}: ${why}`);
 }
 
@@ -164,15 +168,21 @@ export function forwardedNote(signal: NodeJS.Signals, command: string, killAfter
 }
 
 export function stoppingChildOnLoss(command: string, killAfterMs: number): string {
-  return line(`stopping ${command}: SIGTERM to its process group now, SIGKILL in ${formatDuration(killAfterMs)} if it is still running`);
+  return line(
+    `stopping ${command}: SIGTERM to its process group now, SIGKILL in ${formatDuration(killAfterMs)} if it is still running`,
+  );
 }
 
 export function stoppingChildOnRefusal(command: string, killAfterMs: number): string {
-  return line(`stopping ${command}: the lease cannot be renewed any more; SIGTERM to its process group, SIGKILL in ${formatDuration(killAfterMs)}`);
+  return line(
+    `stopping ${command}: the lease cannot be renewed any more; SIGTERM to its process group, SIGKILL in ${formatDuration(killAfterMs)}`,
+  );
 }
 
 export function killedAfterNote(command: string, killAfterMs: number): string {
-  return line(`${command}'s process group was still running ${formatDuration(killAfterMs)} after SIGTERM: sent SIGKILL to it`);
+  return line(
+    `${command}'s process group was still running ${formatDuration(killAfterMs)} after SIGTERM: sent SIGKILL to it`,
+  );
 }
 
 export function leftoverNote(command: string, killAfterMs: number): string {
@@ -210,8 +220,14 @@ const SPINNER_REFRESH_MS = 250;
  * and a terminal of no width (a pty nobody sized) would make it clear lines without end.
  */
 function canSpin(stream: OutputStream): boolean {
-  const tty = stream as OutputStream & { clearLine?: unknown; cursorTo?: unknown; moveCursor?: unknown; columns?: number };
-  const moves = typeof tty.clearLine === 'function' && typeof tty.cursorTo === 'function' && typeof tty.moveCursor === 'function';
+  const tty = stream as OutputStream & {
+    clearLine?: unknown;
+    cursorTo?: unknown;
+    moveCursor?: unknown;
+    columns?: number;
+  };
+  const moves =
+    typeof tty.clearLine === 'function' && typeof tty.cursorTo === 'function' && typeof tty.moveCursor === 'function';
   return Boolean(stream.isTTY) && moves && (tty.columns ?? 0) > 0;
 }
 
@@ -278,7 +294,11 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     event(event) {
       if (event.event === 'renewed') return refresh();
       const words = eventWords(event);
-      above(line(`${timeOf(event.at)} ${event.event === 'lost' || (event.event === 'stopped' && event.reason === 'error') ? style.bad(words) : event.event === 'retry' ? style.warn(words) : words}`));
+      above(
+        line(
+          `${timeOf(event.at)} ${event.event === 'lost' || (event.event === 'stopped' && event.reason === 'error') ? style.bad(words) : event.event === 'retry' ? style.warn(words) : words}`,
+        ),
+      );
       if (event.event === 'lost') explainLoss();
       refresh();
     },

@@ -16,7 +16,7 @@
  *   A refused token stops everything: every other lease would be refused too.
  */
 import { setMaxListeners } from 'node:events';
-import { localDeadline, timeZoneSuspicion } from '../broker/brokerClock.js';
+import { localDeadline, timeZoneSuspicion } from '../broker/broker-clock.js';
 import type { BrokerClient } from '../broker/client.js';
 import { isHeld, type Renewal } from '../broker/contract.js';
 import { backoffMs, isTransient, type RetryPolicy } from '../broker/retry.js';
@@ -215,7 +215,12 @@ export class RenewalScheduler {
     }
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     if (this.crashed) throw this.crashed.error;
-    return { held: this.stopped ? this.heldAtStop : this.countHeld(), lost: this.lost, failed: this.failed, refused: this.refused };
+    return {
+      held: this.stopped ? this.heldAtStop : this.countHeld(),
+      lost: this.lost,
+      failed: this.failed,
+      refused: this.refused,
+    };
   }
 
   /** Ends watching every lease still watched, with a `stopped` event for each. */
@@ -248,7 +253,8 @@ export class RenewalScheduler {
     let nextRenewalAt: number | null = null;
     const top = this.heap.peek();
     if (top && top.phase === 'waiting') nextRenewalAt = top.wakeAt;
-    if (this.readyHead < this.ready.length || (this.inFlight > 0 && nextRenewalAt === null)) nextRenewalAt = this.context.clock.now();
+    if (this.readyHead < this.ready.length || (this.inFlight > 0 && nextRenewalAt === null))
+      nextRenewalAt = this.context.clock.now();
     return {
       watching: this.watching,
       held: this.countHeld(),
@@ -473,7 +479,11 @@ export class RenewalScheduler {
       if (lease.phase === 'ended') continue;
       this.finish(lease);
       if (reason === 'error') this.failed++;
-      this.observer.event(error === undefined ? { event: 'stopped', leaseId: lease.leaseId, at, reason } : { event: 'stopped', leaseId: lease.leaseId, at, reason, error });
+      this.observer.event(
+        error === undefined
+          ? { event: 'stopped', leaseId: lease.leaseId, at, reason }
+          : { event: 'stopped', leaseId: lease.leaseId, at, reason, error },
+      );
     }
     this.wake();
   }

@@ -39,7 +39,13 @@ async function readHelp(path: string[]): Promise<HelpView> {
     const match = new RegExp(`^${title}:\\n((?:  .*\\n|\\s*\\n)*?)(?:\\S|$)`, 'm').exec(result.stdout);
     return (match?.[1] ?? '').split('\n').filter((line) => /^ {2}\S/.test(line));
   };
-  const flags = [...section('Options'), ...section('Global Options')].flatMap((line) => line.trim().split(/\s{2,}/)[0]!.split(/,\s*/).map((flag) => flag.split(' ')[0]!));
+  const flags = [...section('Options'), ...section('Global Options')].flatMap((line) =>
+    line
+      .trim()
+      .split(/\s{2,}/)[0]!
+      .split(/,\s*/)
+      .map((flag) => flag.split(' ')[0]!),
+  );
   const commands = section('Commands').map((line) => line.trim().split(/\s+/)[0]!);
   return { commands, flags, text: result.stdout };
 }
@@ -65,10 +71,16 @@ _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"`;
 before(() => {
   const home = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
   mkdirSync(join(home, '.queen'));
-  writeFileSync(join(home, '.queen', 'config.yaml'), 'current-context: prod\ncontexts:\n  - name: prod\n  - name: staging\n');
+  writeFileSync(
+    join(home, '.queen', 'config.yaml'),
+    'current-context: prod\ncontexts:\n  - name: prod\n  - name: staging\n',
+  );
   // `queenctl` on PATH, as an installed one would be: the scripts call it for context names.
   const bin = mkdtempSync(join(tmpdir(), 'queenctl-bin-'));
-  writeFileSync(join(bin, 'queenctl'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"\n`);
+  writeFileSync(
+    join(bin, 'queenctl'),
+    `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"\n`,
+  );
   chmodSync(join(bin, 'queenctl'), 0o755);
   env = cleanEnv({ HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` });
   bashScript = join(bin, 'queenctl.bash');
@@ -77,7 +89,11 @@ before(() => {
 
 describe('completion', () => {
   it('bash: `source <(queenctl completion bash)` loads cleanly and registers queenctl', async () => {
-    const { stdout, stderr } = await execFile('bash', ['-c', 'source <(queenctl completion bash) && complete -p queenctl'], { env });
+    const { stdout, stderr } = await execFile(
+      'bash',
+      ['-c', 'source <(queenctl completion bash) && complete -p queenctl'],
+      { env },
+    );
     assert.equal(stderr, '');
     assert.match(stdout, /complete -F _queenctl queenctl/);
   });
@@ -87,7 +103,11 @@ describe('completion', () => {
       const view = await help(path);
       // A command without subcommands offers its argument's values instead (tested below).
       if (view.commands.length > 0) {
-        assert.deepEqual(bashComplete(['queenctl', ...path, '']), [...view.commands].sort(), `subcommands of "${path.join(' ')}"`);
+        assert.deepEqual(
+          bashComplete(['queenctl', ...path, '']),
+          [...view.commands].sort(),
+          `subcommands of "${path.join(' ')}"`,
+        );
       }
       const flags = bashComplete(['queenctl', ...path, '-']);
       assert.deepEqual(flags, [...new Set(view.flags)].sort(), `flags of "${path.join(' ')}"`);
@@ -95,7 +115,13 @@ describe('completion', () => {
   });
 
   it('bash completes values: output formats, shells, and context names from the config file', () => {
-    assert.deepEqual(bashComplete(['queenctl', 'lease', 'extend', '-o', '']), ['json', 'ndjson', 'table', 'wide', 'yaml']);
+    assert.deepEqual(bashComplete(['queenctl', 'lease', 'extend', '-o', '']), [
+      'json',
+      'ndjson',
+      'table',
+      'wide',
+      'yaml',
+    ]);
     assert.deepEqual(bashComplete(['queenctl', 'completion', '']), ['bash', 'fish', 'zsh']);
     assert.deepEqual(bashComplete(['queenctl', 'config', 'use-context', '']), ['prod', 'staging']);
     assert.deepEqual(bashComplete(['queenctl', '--context', 's']), ['staging']);
@@ -112,8 +138,13 @@ describe('completion', () => {
         return false;
       }
     })();
-    it(`${shell}: the script loads without an error`, { skip: installed ? false : `${shell} is not installed here` }, async () => {
-      const load = shell === 'zsh' ? 'autoload -U compinit && compinit -u && source <(queenctl completion zsh)' : 'queenctl completion fish | source; and complete -C "queenctl config use-context "';
+    it(`${shell}: the script loads without an error`, {
+      skip: installed ? false : `${shell} is not installed here`,
+    }, async () => {
+      const load =
+        shell === 'zsh'
+          ? 'autoload -U compinit && compinit -u && source <(queenctl completion zsh)'
+          : 'queenctl completion fish | source; and complete -C "queenctl config use-context "';
       const { stdout, stderr } = await execFile(shell, ['-c', load], { env });
       assert.equal(stderr, '');
       if (shell === 'fish') assert.deepEqual(stdout.split('\n').filter(Boolean).sort(), ['prod', 'staging']);
@@ -122,15 +153,18 @@ describe('completion', () => {
 });
 
 describe('help', () => {
-  it('every command\'s --help carries examples', async () => {
+  it("every command's --help carries examples", async () => {
     for (const path of await commandPaths()) {
       const { text } = await help(path);
       assert.match(text, /\nExamples:\n( {2}.*queenctl .*\n)+/, `queenctl ${path.join(' ')} --help has no examples`);
     }
   });
 
-  it('version prints queenctl\'s version and Node\'s', async () => {
+  it("version prints queenctl's version and Node's", async () => {
     const result = await runCli(['version']);
-    assert.match(result.stdout, new RegExp(`^queenctl \\d+\\.\\d+\\.\\d+ \\(node ${process.version.replaceAll('.', '\\.')}\\)\\n$`));
+    assert.match(
+      result.stdout,
+      new RegExp(`^queenctl \\d+\\.\\d+\\.\\d+ \\(node ${process.version.replaceAll('.', '\\.')}\\)\\n$`),
+    );
   });
 });

@@ -36,9 +36,10 @@ function mintOnBoth(): string {
 
 /** Requests for this lease, at either broker. */
 function requestsFor(leaseId: string) {
-  return [...simA.log.map((entry) => ({ sim: 'A' as const, entry })), ...simB.log.map((entry) => ({ sim: 'B' as const, entry }))].filter(
-    ({ entry }) => entry.leaseId === leaseId,
-  );
+  return [
+    ...simA.log.map((entry) => ({ sim: 'A' as const, entry })),
+    ...simB.log.map((entry) => ({ sim: 'B' as const, entry })),
+  ].filter(({ entry }) => entry.leaseId === leaseId);
 }
 
 /** Which broker got the one request for this lease, and with which bearer. */
@@ -75,17 +76,60 @@ after(async () => {
 // Each test has its own lease id, so they run side by side and read the brokers' logs apart.
 describe('precedence, observed at the brokers', { concurrency: true }, () => {
   const matrix: Array<{ name: string; flags: string[]; env: Record<string, string>; sim: 'A' | 'B'; token: string }> = [
-    { name: 'the file\'s current-context', flags: [], env: {}, sim: 'A', token: 'token-a' },
+    { name: "the file's current-context", flags: [], env: {}, sim: 'A', token: 'token-a' },
     { name: 'QUEEN_CONTEXT over the file', flags: [], env: { QUEEN_CONTEXT: 'b' }, sim: 'B', token: 'token-b' },
-    { name: '--context over QUEEN_CONTEXT', flags: ['--context', 'a'], env: { QUEEN_CONTEXT: 'b' }, sim: 'A', token: 'token-a' },
-    { name: 'QUEEN_SERVER over the context keeps the context\'s token', flags: ['--context', 'b'], env: { QUEEN_SERVER: '<A>' }, sim: 'A', token: 'token-b' },
-    { name: 'QUEEN_TOKEN over the context\'s token', flags: [], env: { QUEEN_CONTEXT: 'b', QUEEN_TOKEN: 'token-env' }, sim: 'B', token: 'token-env' },
-    { name: '--server over QUEEN_SERVER, still the context\'s token', flags: ['--server', '<B>'], env: { QUEEN_SERVER: '<A>' }, sim: 'B', token: 'token-a' },
-    { name: '--token over QUEEN_TOKEN', flags: ['--token', 'token-flag'], env: { QUEEN_TOKEN: 'token-env' }, sim: 'A', token: 'token-flag' },
-    { name: '--token-file over QUEEN_TOKEN', flags: ['--token-file', '<FILE>'], env: { QUEEN_TOKEN: 'token-env' }, sim: 'A', token: 'token-file' },
-    { name: 'flags over everything', flags: ['--context', 'a', '--server', '<B>', '--token', 'token-flag'], env: { QUEEN_CONTEXT: 'b', QUEEN_SERVER: '<A>', QUEEN_TOKEN: 'token-env' }, sim: 'B', token: 'token-flag' },
+    {
+      name: '--context over QUEEN_CONTEXT',
+      flags: ['--context', 'a'],
+      env: { QUEEN_CONTEXT: 'b' },
+      sim: 'A',
+      token: 'token-a',
+    },
+    {
+      name: "QUEEN_SERVER over the context keeps the context's token",
+      flags: ['--context', 'b'],
+      env: { QUEEN_SERVER: '<A>' },
+      sim: 'A',
+      token: 'token-b',
+    },
+    {
+      name: "QUEEN_TOKEN over the context's token",
+      flags: [],
+      env: { QUEEN_CONTEXT: 'b', QUEEN_TOKEN: 'token-env' },
+      sim: 'B',
+      token: 'token-env',
+    },
+    {
+      name: "--server over QUEEN_SERVER, still the context's token",
+      flags: ['--server', '<B>'],
+      env: { QUEEN_SERVER: '<A>' },
+      sim: 'B',
+      token: 'token-a',
+    },
+    {
+      name: '--token over QUEEN_TOKEN',
+      flags: ['--token', 'token-flag'],
+      env: { QUEEN_TOKEN: 'token-env' },
+      sim: 'A',
+      token: 'token-flag',
+    },
+    {
+      name: '--token-file over QUEEN_TOKEN',
+      flags: ['--token-file', '<FILE>'],
+      env: { QUEEN_TOKEN: 'token-env' },
+      sim: 'A',
+      token: 'token-file',
+    },
+    {
+      name: 'flags over everything',
+      flags: ['--context', 'a', '--server', '<B>', '--token', 'token-flag'],
+      env: { QUEEN_CONTEXT: 'b', QUEEN_SERVER: '<A>', QUEEN_TOKEN: 'token-env' },
+      sim: 'B',
+      token: 'token-flag',
+    },
   ];
-  const fill = (text: string): string => text.replace('<A>', simA.url).replace('<B>', simB.url).replace('<FILE>', tokenFile);
+  const fill = (text: string): string =>
+    text.replace('<A>', simA.url).replace('<B>', simB.url).replace('<FILE>', tokenFile);
   for (const row of matrix) {
     it(row.name, async () => {
       const env = Object.fromEntries(Object.entries(row.env).map(([key, value]) => [key, fill(value)]));
@@ -106,15 +150,29 @@ describe('precedence, observed at the brokers', { concurrency: true }, () => {
   });
 });
 
-describe('the Go queenctl\'s config file, unchanged', { concurrency: true }, () => {
-  it('is read as it is: contexts, the current one, and prod\'s keychain token through secret-tool', async () => {
+describe("the Go queenctl's config file, unchanged", { concurrency: true }, () => {
+  it("is read as it is: contexts, the current one, and prod's keychain token through secret-tool", async () => {
     const goHome = homeWith(GO_EXAMPLE);
     const leaseId = mintOnBoth();
     const contexts = await runCli(['config', 'get-contexts', '-o', 'json'], { env: { HOME: goHome } });
     assert.equal(contexts.code, 0, contexts.stderr);
     assert.deepEqual(JSON.parse(contexts.stdout), [
-      { current: true, name: 'prod', server: 'https://queen.prod.internal:6632', 'token-ref': 'keychain://prod', insecure: false, cacert: null },
-      { current: false, name: 'local', server: 'http://localhost:6632', 'token-ref': null, insecure: false, cacert: null },
+      {
+        current: true,
+        name: 'prod',
+        server: 'https://queen.prod.internal:6632',
+        'token-ref': 'keychain://prod',
+        insecure: false,
+        cacert: null,
+      },
+      {
+        current: false,
+        name: 'local',
+        server: 'http://localhost:6632',
+        'token-ref': null,
+        insecure: false,
+        cacert: null,
+      },
     ]);
     // A stand-in for the Secret Service's tool that knows one item: service queenctl, account prod.
     const bin = mkdtempSync(join(tmpdir(), 'queenctl-bin-'));
@@ -125,20 +183,30 @@ describe('the Go queenctl\'s config file, unchanged', { concurrency: true }, () 
     chmodSync(join(bin, 'secret-tool'), 0o755);
     const path = `${bin}${delimiter}${process.env.PATH ?? ''}`;
     // Overriding the server keeps prod's token: the keychain's, read through secret-tool.
-    const result = await runCli(['lease', 'extend', leaseId, '--server', simA.url], { env: { HOME: goHome, PATH: path } });
+    const result = await runCli(['lease', 'extend', leaseId, '--server', simA.url], {
+      env: { HOME: goHome, PATH: path },
+    });
     assert.equal(result.code, 0, result.stderr);
     assert.deepEqual(receiver(leaseId), { sim: 'A', authorization: 'Bearer token-keychain' });
     // And use-context writes it back with its comment and every key in place.
     assert.equal((await runCli(['config', 'use-context', 'local'], { env: { HOME: goHome } })).code, 0);
     const written = readFileSync(join(goHome, '.queen', 'config.yaml'), 'utf8');
-    assert.equal(written, GO_EXAMPLE.replace('current-context: prod', 'current-context: local').replace('keychain://prod     #', 'keychain://prod #'));
+    assert.equal(
+      written,
+      GO_EXAMPLE.replace('current-context: prod', 'current-context: local').replace(
+        'keychain://prod     #',
+        'keychain://prod #',
+      ),
+    );
   });
 
   it('without secret-tool, keychain:// fails with exit 1 and the alternatives', async () => {
     const goHome = homeWith(GO_EXAMPLE);
     const leaseId = mintOnBoth();
     const bin = mkdtempSync(join(tmpdir(), 'queenctl-bin-'));
-    const result = await runCli(['lease', 'extend', leaseId, '--server', simA.url], { env: { HOME: goHome, PATH: bin } });
+    const result = await runCli(['lease', 'extend', leaseId, '--server', simA.url], {
+      env: { HOME: goHome, PATH: bin },
+    });
     assert.equal(result.code, 1);
     assert.match(result.stderr, /keychain:\/\/prod, which needs `secret-tool`, and it is not installed/);
     assert.match(result.stderr, /file:\/\/\/abs\/path/);
@@ -149,7 +217,8 @@ describe('the Go queenctl\'s config file, unchanged', { concurrency: true }, () 
 describe('config verbs', { concurrency: true }, () => {
   it('set-context, use-context, current-context, get-contexts and delete-context, end to end', async () => {
     const scratchHome = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
-    const run = (args: string[], env: Record<string, string> = {}) => runCli(['config', ...args], { env: { HOME: scratchHome, ...env } });
+    const run = (args: string[], env: Record<string, string> = {}) =>
+      runCli(['config', ...args], { env: { HOME: scratchHome, ...env } });
     const path = join(scratchHome, '.queen', 'config.yaml');
 
     const created = await run(['set-context', 'a', '--server', simA.url, '--token-ref', 'literal:token-a']);
@@ -165,10 +234,16 @@ describe('config verbs', { concurrency: true }, () => {
 
     assert.equal((await run(['use-context', 'b'])).code, 0);
     assert.equal((await run(['current-context'])).stdout, 'b\n');
-    assert.deepEqual(JSON.parse((await run(['current-context', '-o', 'json'], { QUEEN_CONTEXT: 'a' })).stdout), { name: 'a', from: 'env' });
+    assert.deepEqual(JSON.parse((await run(['current-context', '-o', 'json'], { QUEEN_CONTEXT: 'a' })).stdout), {
+      name: 'a',
+      from: 'env',
+    });
 
     const table = await run(['get-contexts', '-o', 'table']);
-    assert.match(table.stdout, /^CURRENT\s+NAME\s+SERVER\s+TOKEN\n\s+a\s+http:\S+\s+literal:\[redacted\]\n\*\s+b\s+http:\S+\s+-\n$/);
+    assert.match(
+      table.stdout,
+      /^CURRENT\s+NAME\s+SERVER\s+TOKEN\n\s+a\s+http:\S+\s+literal:\[redacted\]\n\*\s+b\s+http:\S+\s+-\n$/,
+    );
     assert.ok(!table.stdout.includes('token-a'));
 
     const unknown = await run(['use-context', 'c']);
@@ -180,7 +255,10 @@ describe('config verbs', { concurrency: true }, () => {
     assert.match(deleted.stderr, /"b" was the current-context/);
     const dangling = await runCli(['lease', 'extend', mintOnBoth()], { env: { HOME: scratchHome } });
     assert.equal(dangling.code, 1, 'a deleted current context stops commands rather than choose another broker');
-    assert.deepEqual(JSON.parse((await run(['get-contexts'])).stdout).map((context: { name: string }) => context.name), ['a']);
+    assert.deepEqual(
+      JSON.parse((await run(['get-contexts'])).stdout).map((context: { name: string }) => context.name),
+      ['a'],
+    );
   });
 
   it('set-context changes one field and keeps the other contexts, unknown keys and comments', async () => {
@@ -197,7 +275,10 @@ extra: {keep: true}
 `;
     const editHome = homeWith(original);
     chmodSync(join(editHome, '.queen', 'config.yaml'), 0o644);
-    const result = await runCli(['config', 'set-context', 'b', '--server', 'https://b1.example:6632,https://b2.example:6632', '--insecure'], { env: { HOME: editHome } });
+    const result = await runCli(
+      ['config', 'set-context', 'b', '--server', 'https://b1.example:6632,https://b2.example:6632', '--insecure'],
+      { env: { HOME: editHome } },
+    );
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stderr, /warning: context "b" skips TLS verification/);
     const written = readFileSync(join(editHome, '.queen', 'config.yaml'), 'utf8');
@@ -205,19 +286,30 @@ extra: {keep: true}
       written,
       original
         .replace('http://a.example:6632   # primary', 'http://a.example:6632 # primary')
-        .replace('server: http://b.example:6632', 'server: https://b1.example:6632,https://b2.example:6632\n    insecure: true')
+        .replace(
+          'server: http://b.example:6632',
+          'server: https://b1.example:6632,https://b2.example:6632\n    insecure: true',
+        )
         .replace('extra: {keep: true}', 'extra: { keep: true }'),
     );
     assert.equal(statSync(join(editHome, '.queen', 'config.yaml')).mode & 0o777, 0o600);
   });
 
   it('view redacts literal tokens, keeps comments for people, and prints JSON for programs', async () => {
-    const viewHome = homeWith('# ops notes\ncurrent-context: a\ncontexts:\n  - name: a\n    token-ref: literal:s3cr3t-value # do not share\n    server: http://x:1\n');
+    const viewHome = homeWith(
+      '# ops notes\ncurrent-context: a\ncontexts:\n  - name: a\n    token-ref: literal:s3cr3t-value # do not share\n    server: http://x:1\n',
+    );
     const people = await runCli(['config', 'view', '-o', 'table'], { env: { HOME: viewHome } });
     assert.equal(people.code, 0, people.stderr);
-    assert.equal(people.stdout, '# ops notes\ncurrent-context: a\ncontexts:\n  - name: a\n    token-ref: literal:[redacted] # do not share\n    server: http://x:1\n');
+    assert.equal(
+      people.stdout,
+      '# ops notes\ncurrent-context: a\ncontexts:\n  - name: a\n    token-ref: literal:[redacted] # do not share\n    server: http://x:1\n',
+    );
     const programs = await runCli(['config', 'view'], { env: { HOME: viewHome } });
-    assert.deepEqual(JSON.parse(programs.stdout), { 'current-context': 'a', contexts: [{ name: 'a', 'token-ref': 'literal:[redacted]', server: 'http://x:1' }] });
+    assert.deepEqual(JSON.parse(programs.stdout), {
+      'current-context': 'a',
+      contexts: [{ name: 'a', 'token-ref': 'literal:[redacted]', server: 'http://x:1' }],
+    });
     assert.ok(!(people.stdout + programs.stdout + people.stderr + programs.stderr).includes('s3cr3t'));
   });
 
@@ -228,10 +320,18 @@ extra: {keep: true}
     assert.deepEqual(JSON.parse(view.stdout), { 'current-context': null, contexts: [] });
     const broken = homeWith('current-context: a\ncontexts:\n  - name: a\n    insecure: maybe\n');
     const leaseId = mintOnBoth();
-    for (const args of [['config', 'view'], ['lease', 'extend', leaseId]]) {
+    for (const args of [
+      ['config', 'view'],
+      ['lease', 'extend', leaseId],
+    ]) {
       const result = await runCli(args, { env: { HOME: broken } });
       assert.equal(result.code, 1, args.join(' '));
-      assert.match(result.stderr, new RegExp(`the config file ${join(broken, '.queen', 'config.yaml').replaceAll('.', '\\.')}:4: insecure must be true or false`));
+      assert.match(
+        result.stderr,
+        new RegExp(
+          `the config file ${join(broken, '.queen', 'config.yaml').replaceAll('.', '\\.')}:4: insecure must be true or false`,
+        ),
+      );
     }
     assert.equal(requestsFor(leaseId).length, 0);
   });

@@ -40,7 +40,10 @@ describe('lease extend: a renewal', () => {
     const leaseId = sim.mint();
     await extend([leaseId]);
     await extend([leaseId, '--seconds', '300']);
-    assert.deepEqual(sim.log.map((entry) => JSON.parse(entry.body)), [{ seconds: 60 }, { seconds: 300 }]);
+    assert.deepEqual(
+      sim.log.map((entry) => JSON.parse(entry.body)),
+      [{ seconds: 60 }, { seconds: 300 }],
+    );
   });
 
   it('counts every (partition, group) of a multi-partition lease', async () => {
@@ -62,7 +65,9 @@ describe('lease extend: a renewal', () => {
   it('takes the server from QUEEN_SERVER and the token from QUEEN_TOKEN', async () => {
     sim.setTokens({ 'env-token': { role: 'read-write' } });
     const leaseId = sim.mint();
-    const result = await runCli(['lease', 'extend', leaseId], { env: { QUEEN_SERVER: sim.url, QUEEN_TOKEN: 'env-token' } });
+    const result = await runCli(['lease', 'extend', leaseId], {
+      env: { QUEEN_SERVER: sim.url, QUEEN_TOKEN: 'env-token' },
+    });
     assert.equal(result.code, 0, result.stderr);
     assert.equal(sim.log[0]?.authorization, 'Bearer env-token');
   });
@@ -96,7 +101,7 @@ describe('lease extend: nothing renewed exits 4, whatever the HTTP status', () =
     assert.equal(sim.lease(leaseId)?.rows[0]?.expiresAt, before);
   });
 
-  it('another tenant\'s lease exits 4', async () => {
+  it("another tenant's lease exits 4", async () => {
     sim.setTokens({ 'tenant-b': { role: 'read-write', tenant: 'b' } });
     const leaseId = sim.mint({ tenant: 'a' });
     assert.equal((await extend([leaseId, '--token', 'tenant-b'])).code, 4);
@@ -105,7 +110,14 @@ describe('lease extend: nothing renewed exits 4, whatever the HTTP status', () =
   it('success: true with renewed: 0 still exits 4', async () => {
     sim.inject({
       kind: 'body',
-      body: JSON.stringify({ leaseId: 'x', success: true, renewed: 0, newExpiresAt: null, expiresAt: null, lease_expires_at: null }),
+      body: JSON.stringify({
+        leaseId: 'x',
+        success: true,
+        renewed: 0,
+        newExpiresAt: null,
+        expiresAt: null,
+        lease_expires_at: null,
+      }),
     });
     const result = await extend(['x']);
     assert.equal(result.code, 4);
@@ -126,7 +138,7 @@ describe('lease extend: the older array-shaped broker', () => {
     assert.equal(record.lease_expires_at, record.expiresAt);
   });
 
-  it('shows the broker\'s reason for a lease that is gone, and exits 4', async () => {
+  it("shows the broker's reason for a lease that is gone, and exits 4", async () => {
     sim.setShape('array');
     const leaseId = sim.mint();
     sim.expire(leaseId);
@@ -141,14 +153,23 @@ describe('lease extend: the older array-shaped broker', () => {
     const ids = Array.from({ length: 20 }, () => sim.mint());
     const result = await extend(['-', '-o', 'ndjson'], { stdin: [...ids, 'gone'].join('\n') });
     assert.equal(result.code, 4, result.stderr);
-    const records = result.stdout.trim().split('\n').map((line) => JSON.parse(line));
-    assert.deepEqual(records.map((r) => r.leaseId), [...ids, 'gone']);
-    assert.deepEqual(records.map((r) => r.renewed), [...ids.map(() => 1), 0]);
+    const records = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    assert.deepEqual(
+      records.map((r) => r.leaseId),
+      [...ids, 'gone'],
+    );
+    assert.deepEqual(
+      records.map((r) => r.renewed),
+      [...ids.map(() => 1), 0],
+    );
   });
 });
 
 describe('lease extend: refusals and broker failures', () => {
-  it('no token on an auth broker: exit 3 with the broker\'s words', async () => {
+  it("no token on an auth broker: exit 3 with the broker's words", async () => {
     sim.setTokens({ good: { role: 'read-write' } });
     const result = await extend([sim.mint()]);
     assert.equal(result.code, 3);
@@ -220,8 +241,14 @@ describe('lease extend: several leases', () => {
     const result = await extend([...ids, '-o', 'json']);
     assert.equal(result.code, 4);
     const records = JSON.parse(result.stdout);
-    assert.deepEqual(records.map((r: { leaseId: string }) => r.leaseId), ids);
-    assert.deepEqual(records.map((r: { renewed: number }) => r.renewed), [1, 0, 2]);
+    assert.deepEqual(
+      records.map((r: { leaseId: string }) => r.leaseId),
+      ids,
+    );
+    assert.deepEqual(
+      records.map((r: { renewed: number }) => r.renewed),
+      [1, 0, 2],
+    );
   });
 
   it('a broker error on one lease outranks a lost one: exit 2, and the failed one has renewed null', async () => {
@@ -242,18 +269,23 @@ describe('lease extend: several leases', () => {
 
   it('reads thousands of ids from - and streams ndjson in input order', async () => {
     const ids = Array.from({ length: 2000 }, (_, i) => (i % 500 === 7 ? `gone-${i}` : sim.mint()));
-    const result = await extend(['-', '-o', 'ndjson'], { stdin: ids.join('\n') + '\n' });
+    const result = await extend(['-', '-o', 'ndjson'], { stdin: `${ids.join('\n')}\n` });
     assert.equal(result.code, 4, result.stderr);
     const lines = result.stdout.trim().split('\n');
     assert.equal(lines.length, ids.length);
-    assert.deepEqual(lines.map((line) => JSON.parse(line).leaseId), ids);
+    assert.deepEqual(
+      lines.map((line) => JSON.parse(line).leaseId),
+      ids,
+    );
     assert.match(result.stderr, /4 leases were not renewed/);
   });
 
   it('stops sending once a whole window of requests found the broker down, and says what was not sent', async () => {
     sim.inject({ kind: 'hang' });
     const ids = Array.from({ length: 40 }, (_, i) => `lease-${i}`);
-    const result = await extend(['-', '-o', 'ndjson', '--timeout', '200ms', '--retries', '0', '--concurrency', '4'], { stdin: ids.join('\n') });
+    const result = await extend(['-', '-o', 'ndjson', '--timeout', '200ms', '--retries', '0', '--concurrency', '4'], {
+      stdin: ids.join('\n'),
+    });
     sim.clearFaults();
     assert.equal(result.code, 2, result.stderr);
     assert.ok(sim.log.length < 12, `${sim.log.length} requests sent to a broker that never answers`);
@@ -285,7 +317,8 @@ describe('lease extend: output formats', () => {
     const leaseId = sim.mint();
     const result = await extend([leaseId, '--seconds', '120', '-o', 'table']);
     assert.equal(result.code, 0, result.stderr);
-    for (const key of ['RENEWED', 'newExpiresAt', 'expiresAt', 'lease_expires_at', 'LEFT']) assert.match(result.stdout, new RegExp(key));
+    for (const key of ['RENEWED', 'newExpiresAt', 'expiresAt', 'lease_expires_at', 'LEFT'])
+      assert.match(result.stdout, new RegExp(key));
     assert.match(result.stdout, new RegExp(`${leaseId}\\s+1\\s`));
     assert.match(result.stdout, /\s(1m59s|2m00s)\s*$/m);
   });
@@ -333,7 +366,12 @@ describe('lease extend: bad input sends nothing', () => {
   ];
   for (const [name, args, message] of cases) {
     it(`${name}: exit 1, a clear message, no request`, async () => {
-      const result = await runCli(['lease', 'extend', ...args, ...(args.includes('--server') ? [] : ['--server', sim.url])]);
+      const result = await runCli([
+        'lease',
+        'extend',
+        ...args,
+        ...(args.includes('--server') ? [] : ['--server', sim.url]),
+      ]);
       assert.equal(result.code, 1, result.stderr);
       assert.match(result.stderr, message);
       assert.equal(result.stdout, '');

@@ -24,7 +24,11 @@ describe('lease inspect', () => {
     assert.equal(record.live, true);
     assert.equal(record.held, 3);
     assert.equal(Date.parse(record.expiresAt), Math.min(...(rowsBefore ?? [])));
-    assert.deepEqual(sim.lease(leaseId)?.rows.map((row) => row.expiresAt), rowsBefore, 'no deadline moved');
+    assert.deepEqual(
+      sim.lease(leaseId)?.rows.map((row) => row.expiresAt),
+      rowsBefore,
+      'no deadline moved',
+    );
     assert.deepEqual(JSON.parse(sim.log[0]?.body ?? ''), { seconds: 1 });
     // 120 s on the broker's clock, read through a Date header of one-second resolution.
     assert.ok(record.remainingMs > 117_000 && record.remainingMs <= 120_500, String(record.remainingMs));
@@ -50,7 +54,13 @@ describe('lease inspect', () => {
       make(leaseId);
       const result = await inspect([leaseId]);
       assert.equal(result.code, 4);
-      assert.deepEqual(JSON.parse(result.stdout), { leaseId, live: false, held: 0, expiresAt: null, remainingMs: null });
+      assert.deepEqual(JSON.parse(result.stdout), {
+        leaseId,
+        live: false,
+        held: 0,
+        expiresAt: null,
+        remainingMs: null,
+      });
       assert.match(result.stderr, /is not held/);
     });
   }
@@ -68,8 +78,14 @@ describe('lease inspect', () => {
     const result = await inspect([...ids, '-o', 'json']);
     assert.equal(result.code, 4);
     const records = JSON.parse(result.stdout);
-    assert.deepEqual(records.map((r: { leaseId: string }) => r.leaseId), ids);
-    assert.deepEqual(records.map((r: { held: number }) => r.held), [2, 0, 1]);
+    assert.deepEqual(
+      records.map((r: { leaseId: string }) => r.leaseId),
+      ids,
+    );
+    assert.deepEqual(
+      records.map((r: { held: number }) => r.held),
+      [2, 0, 1],
+    );
   });
 
   it('an older broker: live and expiry known, held null, its reason shown', async () => {

@@ -36,7 +36,10 @@ it('src/version.ts matches package.json', () => {
 it('npm pack + npm install -g gives a working queenctl on PATH', { timeout: 120_000 }, async () => {
   const env = cleanEnv({ npm_config_prefix: join(scratch, 'prefix') });
   // The build already ran (npm test builds first); --ignore-scripts packs what it made.
-  const packed = await execFile('npm', ['pack', '--pack-destination', scratch, '--silent', '--ignore-scripts'], { cwd: ROOT, env });
+  const packed = await execFile('npm', ['pack', '--pack-destination', scratch, '--silent', '--ignore-scripts'], {
+    cwd: ROOT,
+    env,
+  });
   const tarball = join(scratch, packed.stdout.trim().split('\n').pop() ?? '');
   await execFile('npm', ['install', '-g', '--no-audit', '--no-fund', '--silent', tarball], { env });
   const bin = join(scratch, 'prefix', 'bin', 'queenctl');

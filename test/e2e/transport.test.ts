@@ -32,7 +32,10 @@ before(async () => {
   certificate = makeCertificate();
   scratch = mkdtempSync(join(tmpdir(), 'queenctl-transport-'));
   plain = await startSimulator({ tokens: { [TOKEN]: { role: 'read-write' } } });
-  secure = await startSimulator({ tls: { key: certificate.key, cert: certificate.cert }, tokens: { [TOKEN]: { role: 'read-write' } } });
+  secure = await startSimulator({
+    tls: { key: certificate.key, cert: certificate.cert },
+    tokens: { [TOKEN]: { role: 'read-write' } },
+  });
 });
 after(async () => {
   await plain.close();
@@ -46,9 +49,19 @@ beforeEach(() => {
 });
 
 describe('https', () => {
-  it('--cacert trusts the broker\'s CA: the renewal goes through, without a warning', async () => {
+  it("--cacert trusts the broker's CA: the renewal goes through, without a warning", async () => {
     const leaseId = secure.mint();
-    const result = await runCli(['lease', 'extend', leaseId, '--server', secure.url, '--token', TOKEN, '--cacert', certificate.certFile]);
+    const result = await runCli([
+      'lease',
+      'extend',
+      leaseId,
+      '--server',
+      secure.url,
+      '--token',
+      TOKEN,
+      '--cacert',
+      certificate.certFile,
+    ]);
     assert.equal(result.code, 0, result.stderr);
     assert.match(secure.url, /^https:/);
     assert.equal(JSON.parse(result.stdout).renewed, 1);
@@ -71,12 +84,17 @@ describe('https', () => {
     assert.match(result.stderr, /warning: --insecure: the TLS certificate of 127\.0\.0\.1:\d+ is not verified/);
   });
 
-  it('a context\'s cacert is read relative to the config file', async () => {
+  it("a context's cacert is read relative to the config file", async () => {
     const directory = mkdtempSync(join(scratch, 'ctx-'));
     writeFileSync(join(directory, 'ca.pem'), certificate.cert);
-    writeFileSync(join(directory, 'config.yaml'), `current-context: tls\ncontexts:\n  - name: tls\n    server: ${secure.url}\n    cacert: ca.pem\n`);
+    writeFileSync(
+      join(directory, 'config.yaml'),
+      `current-context: tls\ncontexts:\n  - name: tls\n    server: ${secure.url}\n    cacert: ca.pem\n`,
+    );
     const leaseId = secure.mint();
-    const result = await runCli(['lease', 'extend', leaseId, '--token', TOKEN], { env: { QUEEN_CONFIG: join(directory, 'config.yaml') } });
+    const result = await runCli(['lease', 'extend', leaseId, '--token', TOKEN], {
+      env: { QUEEN_CONFIG: join(directory, 'config.yaml') },
+    });
     assert.equal(result.code, 0, result.stderr);
   });
 });
@@ -89,11 +107,14 @@ describe('proxies', () => {
   after(() => proxy.close());
   beforeEach(() => proxy.targets.splice(0));
 
-  it('HTTPS_PROXY carries an https renewal through a CONNECT tunnel, with the broker\'s TLS inside it', async () => {
+  it("HTTPS_PROXY carries an https renewal through a CONNECT tunnel, with the broker's TLS inside it", async () => {
     const leaseId = secure.mint();
-    const result = await runCli(['lease', 'extend', leaseId, '--server', secure.url, '--token', TOKEN, '--cacert', certificate.certFile], {
-      env: { HTTPS_PROXY: proxy.url, NO_PROXY: '' },
-    });
+    const result = await runCli(
+      ['lease', 'extend', leaseId, '--server', secure.url, '--token', TOKEN, '--cacert', certificate.certFile],
+      {
+        env: { HTTPS_PROXY: proxy.url, NO_PROXY: '' },
+      },
+    );
     assert.equal(result.code, 0, result.stderr);
     assert.deepEqual(proxy.targets, [new URL(secure.url).host]);
     assert.equal(secure.log.length, 1);
@@ -101,10 +122,14 @@ describe('proxies', () => {
 
   it('HTTP_PROXY carries plain http, and NO_PROXY sends a listed host around it', async () => {
     const leaseId = plain.mint();
-    const via = await runCli(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN], { env: { HTTP_PROXY: proxy.url } });
+    const via = await runCli(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN], {
+      env: { HTTP_PROXY: proxy.url },
+    });
     assert.equal(via.code, 0, via.stderr);
     assert.deepEqual(proxy.targets, [new URL(plain.url).host]);
-    const around = await runCli(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN], { env: { HTTP_PROXY: proxy.url, NO_PROXY: '127.0.0.1' } });
+    const around = await runCli(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN], {
+      env: { HTTP_PROXY: proxy.url, NO_PROXY: '127.0.0.1' },
+    });
     assert.equal(around.code, 0, around.stderr);
     assert.equal(proxy.targets.length, 1, 'the second request did not go through the proxy');
     assert.equal(plain.log.length, 2);
@@ -117,9 +142,12 @@ describe('plain http and the token', () => {
     try {
       const leaseId = plain.mint();
       // The name resolves nowhere: only the proxy (which sends it to the simulator) can reach it.
-      const remote = await runCli(['lease', 'extend', leaseId, '--server', 'http://queen.example.test:6632', '--token', TOKEN], {
-        env: { HTTP_PROXY: proxy.url },
-      });
+      const remote = await runCli(
+        ['lease', 'extend', leaseId, '--server', 'http://queen.example.test:6632', '--token', TOKEN],
+        {
+          env: { HTTP_PROXY: proxy.url },
+        },
+      );
       assert.equal(remote.code, 0, remote.stderr);
       assert.match(remote.stderr, /warning: the bearer token goes over plain http to queen\.example\.test:6632/);
       assert.deepEqual(proxy.targets, ['queen.example.test:6632']);
@@ -136,14 +164,30 @@ describe('plain http and the token', () => {
     writeFileSync(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
     const leaseId = plain.mint();
     // A broker (or proxy) that quotes the request's headers back in its error: the worst case.
-    plain.inject({ kind: 'status', status: 503, body: JSON.stringify({ error: `upstream said: Authorization: Bearer ${TOKEN}` }), times: 1 });
+    plain.inject({
+      kind: 'status',
+      status: 503,
+      body: JSON.stringify({ error: `upstream said: Authorization: Bearer ${TOKEN}` }),
+      times: 1,
+    });
     const dead = await deadPort();
     for (const args of [
       ['--token', TOKEN],
       ['--token-file', tokenFile],
     ]) {
       plain.inject({ kind: 'status', status: 400, body: `bad request from Bearer ${TOKEN}`, times: 1 });
-      const result = await runCli(['lease', 'extend', leaseId, 'other-lease', '-v', '-o', 'json', '--server', `http://127.0.0.1:${dead},${plain.url}`, ...args]);
+      const result = await runCli([
+        'lease',
+        'extend',
+        leaseId,
+        'other-lease',
+        '-v',
+        '-o',
+        'json',
+        '--server',
+        `http://127.0.0.1:${dead},${plain.url}`,
+        ...args,
+      ]);
       const output = result.stdout + result.stderr;
       assert.match(result.stderr, /POST http:\/\/127\.0\.0\.1:\d+\/api\/v1\/lease\//, 'the trace is there');
       assert.match(result.stderr, /authorization: Bearer \[redacted\]/);
@@ -151,7 +195,9 @@ describe('plain http and the token', () => {
       // Not even a long piece of it (a JWT's signature alone is a secret).
       assert.ok(!output.includes(TOKEN.slice(-20)), 'a piece of the token leaked');
     }
-    const fromEnv = await runCli(['lease', 'extend', leaseId, '-v', '--server', plain.url], { env: { QUEEN_TOKEN: TOKEN } });
+    const fromEnv = await runCli(['lease', 'extend', leaseId, '-v', '--server', plain.url], {
+      env: { QUEEN_TOKEN: TOKEN },
+    });
     assert.equal(fromEnv.code, 0, fromEnv.stderr);
     assert.ok(!(fromEnv.stdout + fromEnv.stderr).includes(TOKEN));
     assert.match(fromEnv.stderr, /token from QUEEN_TOKEN/);
@@ -162,10 +208,24 @@ describe('replicas', () => {
   it('fails over from a dead replica to a live one, and -v says which answered', async () => {
     const dead = await deadPort();
     const leaseId = plain.mint();
-    const result = await runCli(['lease', 'extend', leaseId, '-v', '--token', TOKEN, '--server', `http://127.0.0.1:${dead},${plain.url}`]);
+    const result = await runCli([
+      'lease',
+      'extend',
+      leaseId,
+      '-v',
+      '--token',
+      TOKEN,
+      '--server',
+      `http://127.0.0.1:${dead},${plain.url}`,
+    ]);
     assert.equal(result.code, 0, result.stderr);
     assert.equal(JSON.parse(result.stdout).renewed, 1);
-    assert.match(result.stderr, new RegExp(`http://127\\.0\\.0\\.1:${dead} failed \\(cannot reach the broker .*connection refused\\); trying the next replica, ${plain.url}`));
+    assert.match(
+      result.stderr,
+      new RegExp(
+        `http://127\\.0\\.0\\.1:${dead} failed \\(cannot reach the broker .*connection refused\\); trying the next replica, ${plain.url}`,
+      ),
+    );
     assert.match(result.stderr, new RegExp(`HTTP 200 from ${plain.url} \\(replica 2 of 2\\)`));
   });
 
@@ -202,7 +262,19 @@ describe('replicas', () => {
     try {
       hung.inject({ kind: 'hang' });
       const leases = [plain.mint(), plain.mint(), plain.mint()];
-      const result = await runCli(['lease', 'extend', ...leases, '--token', TOKEN, '--concurrency', '1', '--timeout', '2s', '--server', `${hung.url},${plain.url}`]);
+      const result = await runCli([
+        'lease',
+        'extend',
+        ...leases,
+        '--token',
+        TOKEN,
+        '--concurrency',
+        '1',
+        '--timeout',
+        '2s',
+        '--server',
+        `${hung.url},${plain.url}`,
+      ]);
       // Had the hung replica used the whole --timeout, nothing would be left for the next: exit 2.
       assert.equal(result.code, 0, result.stderr);
       assert.equal(hung.log.length, 1, 'after the failover, requests go to the replica that answered');
@@ -214,8 +286,19 @@ describe('replicas', () => {
 
   it('when every replica fails, the error names each, and the exit code is 2', async () => {
     const [first, second] = [await deadPort(), await deadPort()];
-    const result = await runCli(['lease', 'extend', 'some-lease', '--retries', '0', '--server', `http://127.0.0.1:${first},http://127.0.0.1:${second}`]);
+    const result = await runCli([
+      'lease',
+      'extend',
+      'some-lease',
+      '--retries',
+      '0',
+      '--server',
+      `http://127.0.0.1:${first},http://127.0.0.1:${second}`,
+    ]);
     assert.equal(result.code, 2);
-    assert.match(result.stderr, new RegExp(`no replica of the broker could renew: .*127\\.0\\.0\\.1:${first}.*; .*127\\.0\\.0\\.1:${second}`));
+    assert.match(
+      result.stderr,
+      new RegExp(`no replica of the broker could renew: .*127\\.0\\.0\\.1:${first}.*; .*127\\.0\\.0\\.1:${second}`),
+    );
   });
 });

@@ -34,34 +34,48 @@ interface Watching {
 
 /** Starts `queenctl lease watch` with strict unhandled rejections, as `npm test` runs the suite. */
 function watch(sim: Simulator, args: string[], env: Record<string, string | undefined> = {}, stdin = ''): Watching {
-  const child = spawn(process.execPath, ['--unhandled-rejections=strict', BIN, 'lease', 'watch', '--server', sim.url, ...args], {
-    env: cleanEnv(env),
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--unhandled-rejections=strict', BIN, 'lease', 'watch', '--server', sim.url, ...args],
+    {
+      env: cleanEnv(env),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   child.stdin?.end(stdin);
   let stdout = '';
   let stderr = '';
   const waiters = new Set<() => void>();
-  const poke = (): void => waiters.forEach((waiter) => waiter());
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => ((stdout += chunk), poke()));
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => ((stderr += chunk), poke()));
+  const poke = (): void => {
+    for (const waiter of waiters) waiter();
+  };
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    poke();
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+    poke();
+  });
   // A watch that never ends fails its test, not the suite.
   const guard = setTimeout(() => child.kill('SIGKILL'), 20_000);
   // 'exit', not 'close': a process left behind would hold the pipes open and delay 'close'
   // until it ends by itself, hiding exactly what the tests look for. The output still in the
   // pipes is collected for a moment after.
   const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) => {
-    child.on('exit', (code, signal) => {
-      clearTimeout(guard);
-      const settle = setTimeout(() => {}, 500);
-      void Promise.race([closed, new Promise((wait) => setTimeout(wait, 500))]).then(() => {
-        clearTimeout(settle);
-        poke();
-        resolve({ code, signal, stdout, stderr });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>(
+    (resolve) => {
+      child.on('exit', (code, signal) => {
+        clearTimeout(guard);
+        const settle = setTimeout(() => {}, 500);
+        void Promise.race([closed, new Promise((wait) => setTimeout(wait, 500))]).then(() => {
+          clearTimeout(settle);
+          poke();
+          resolve({ code, signal, stdout, stderr });
+        });
       });
-    });
-  });
+    },
+  );
   const events = (): WatchEventLine[] =>
     stdout
       .split('\n')
@@ -176,7 +190,10 @@ describe('lease watch: keeping a lease through faults', { concurrency: true }, (
       const lost = await run.waitFor((event) => event.event === 'lost');
       // --every 1s: the next renewal finds it gone (event times are this machine's clock too).
       // Found by expiry instead, it would be 2 s or more; a loaded machine gets some slack.
-      assert.ok(Date.parse(lost.at) - releasedAt <= 1_800, `reported ${Date.parse(lost.at) - releasedAt} ms after the release`);
+      assert.ok(
+        Date.parse(lost.at) - releasedAt <= 1_800,
+        `reported ${Date.parse(lost.at) - releasedAt} ms after the release`,
+      );
       assert.equal(lost.reason, 'not-renewed');
       const result = await run.exited;
       assert.equal(result.code, 4);
@@ -195,7 +212,8 @@ describe('lease watch: keeping a lease through faults', { concurrency: true }, (
         const renewed = run.events().filter(isRenewed);
         assert.ok(renewed.length >= 3 && renewed.length <= 5, `${renewed.length} renewals in 3.5 s at --every 1s`);
         assert.equal(sim.stats().extendRequests, renewed.length);
-        for (const event of renewed) assert.ok(Number(event.remainingMs) > 2_000 && Number(event.remainingMs) <= 3_000, JSON.stringify(event));
+        for (const event of renewed)
+          assert.ok(Number(event.remainingMs) > 2_000 && Number(event.remainingMs) <= 3_000, JSON.stringify(event));
         assert.equal(sim.stats().lapses, 0);
       }));
   }
@@ -210,8 +228,14 @@ describe('lease watch: keeping a lease through faults', { concurrency: true }, (
       const result = await run.exited;
       assert.equal(result.code, 4, result.stderr);
       const events = run.events();
-      assert.deepEqual(events.filter((event) => event.event === 'lost').map((event) => event.leaseId), [released]);
-      assert.deepEqual(events.filter((event) => event.event === 'stopped').map((event) => [event.leaseId, event.reason]), [[kept, 'for']]);
+      assert.deepEqual(
+        events.filter((event) => event.event === 'lost').map((event) => event.leaseId),
+        [released],
+      );
+      assert.deepEqual(
+        events.filter((event) => event.event === 'stopped').map((event) => [event.leaseId, event.reason]),
+        [[kept, 'for']],
+      );
     }));
 
   it('a refused token ends the watch at once with 3', () =>
@@ -226,7 +250,10 @@ describe('lease watch: keeping a lease through faults', { concurrency: true }, (
 });
 
 describe('lease watch: signals without a command', { concurrency: true }, () => {
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     it(`${signal} stops the watch with ${code} and a stopped event`, () =>
       withSimulator(async (sim) => {
         const leaseId = sim.mint({ seconds: 3 });
@@ -246,7 +273,9 @@ describe('lease watch -- command', { concurrency: true }, () => {
       sim.setTokens({ secret: { role: 'read-write' } });
       const first = sim.mint({ seconds: 3 });
       const second = sim.mint({ seconds: 3 });
-      const script = 'echo "id=$QUEEN_LEASE_ID"; echo "ids=$QUEEN_LEASE_IDS"; echo "expires=$QUEEN_LEASE_EXPIRES_AT"; echo "token=${QUEEN_TOKEN-none}"';
+      const script =
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion, for sh to read
+        'echo "id=$QUEEN_LEASE_ID"; echo "ids=$QUEEN_LEASE_IDS"; echo "expires=$QUEEN_LEASE_EXPIRES_AT"; echo "token=${QUEEN_TOKEN-none}"';
       const run = watch(sim, [first, second, ...FAST, '--', 'sh', '-c', script], { QUEEN_TOKEN: 'secret' });
       const result = await run.exited;
       assert.equal(result.code, 0, result.stderr);
@@ -254,21 +283,33 @@ describe('lease watch -- command', { concurrency: true }, () => {
       assert.deepEqual(lines.slice(0, 2), [`id=${first}`, `ids=${first} ${second}`]);
       assert.match(lines[2] ?? '', /^expires=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z$/);
       assert.equal(lines[3], 'token=none');
-      assert.equal(sim.log.filter((entry) => entry.status === 200).length >= 2, true, 'both leases renewed before it ran');
+      assert.equal(
+        sim.log.filter((entry) => entry.status === 200).length >= 2,
+        true,
+        'both leases renewed before it ran',
+      );
       assert.ok(sim.log.every((entry) => entry.authorization === 'Bearer secret'));
     }));
 
   it('does not start the command when a lease is not held, and exits 4', () =>
     withSimulator(async (sim) => {
       const dir = scratch();
-      const run = watch(sim, [sim.mint({ seconds: 3 }), 'no-such-lease', ...FAST, '--', 'sh', '-c', `touch ${dir}/started`]);
+      const run = watch(sim, [
+        sim.mint({ seconds: 3 }),
+        'no-such-lease',
+        ...FAST,
+        '--',
+        'sh',
+        '-c',
+        `touch ${dir}/started`,
+      ]);
       const result = await run.exited;
       assert.equal(result.code, 4, result.stderr);
       assert.equal(existsSync(join(dir, 'started')), false);
       assert.match(result.stderr, /was not started/);
     }));
 
-  it('passes the command\'s exit status through, and 128 + the signal that ended it', () =>
+  it("passes the command's exit status through, and 128 + the signal that ended it", () =>
     withSimulator(async (sim) => {
       const exits = await Promise.all([
         watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '--', 'sh', '-c', 'exit 7']).exited,
@@ -276,23 +317,45 @@ describe('lease watch -- command', { concurrency: true }, () => {
         watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '--', 'sh', '-c', 'kill -KILL $$']).exited,
         watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '--', 'queenctl-test-no-such-command']).exited,
       ]);
-      assert.deepEqual(exits.map((exit) => exit.code), [7, 143, 137, 127]);
+      assert.deepEqual(
+        exits.map((exit) => exit.code),
+        [7, 143, 137, 127],
+      );
       assert.match(exits[3]?.stderr ?? '', /cannot run queenctl-test-no-such-command: not found/);
     }));
 
   it('a command that exits leaving processes in its group: they are stopped, its status passes through', () =>
     withSimulator(async (sim) => {
       const dir = scratch();
-      const run = watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '--', 'sh', '-c', `sleep 120 & echo $! > ${dir}/grandchild; exit 3`]);
+      const run = watch(sim, [
+        sim.mint({ seconds: 3 }),
+        ...FAST,
+        '--',
+        'sh',
+        '-c',
+        `sleep 120 & echo $! > ${dir}/grandchild; exit 3`,
+      ]);
       const result = await run.exited;
       assert.equal(result.code, 3, result.stderr);
       assert.match(result.stderr, /left processes running in its process group/);
       assert.equal(isRunning(readPid(join(dir, 'grandchild'))), false);
     }));
 
-  it('a reader of the event stream that goes away does not end the watch: the command\'s status still passes', () =>
+  it("a reader of the event stream that goes away does not end the watch: the command's status still passes", () =>
     withSimulator(async (sim) => {
-      const run = watch(sim, [sim.mint({ seconds: 3 }), '--seconds', '3', '--every', '300ms', '-o', 'ndjson', '--', 'sh', '-c', 'sleep 1.5; exit 5']);
+      const run = watch(sim, [
+        sim.mint({ seconds: 3 }),
+        '--seconds',
+        '3',
+        '--every',
+        '300ms',
+        '-o',
+        'ndjson',
+        '--',
+        'sh',
+        '-c',
+        'sleep 1.5; exit 5',
+      ]);
       await run.waitFor(isRenewed);
       run.process.stdout?.destroy(); // as `| head -1` does
       const result = await run.exited;
@@ -313,7 +376,7 @@ describe('lease watch -- command', { concurrency: true }, () => {
       assert.equal(sim.stats().extendRequests, requests, 'no renewal after the command exited');
     }));
 
-  it('stops the command\'s whole group with SIGTERM when the lease is lost, and exits 4', () =>
+  it("stops the command's whole group with SIGTERM when the lease is lost, and exits 4", () =>
     withSimulator(async (sim) => {
       const dir = scratch();
       const leaseId = sim.mint({ seconds: 3 });
@@ -351,7 +414,11 @@ describe('lease watch -- command', { concurrency: true }, () => {
       assert.equal(isRunning(grandchild), false);
     }));
 
-  for (const [signal, code] of [['SIGTERM', 143], ['SIGINT', 130], ['SIGHUP', 129]] as const) {
+  for (const [signal, code] of [
+    ['SIGTERM', 143],
+    ['SIGINT', 130],
+    ['SIGHUP', 129],
+  ] as const) {
     it(`${signal} to queenctl goes to the command's group; queenctl waits, exits ${code}, and leaves nothing running`, () =>
       withSimulator(async (sim) => {
         const dir = scratch();
@@ -402,9 +469,18 @@ describe('lease watch -- command', { concurrency: true }, () => {
       assert.equal(isRunning(readPid(join(dir, 'child'))), false);
     }));
 
-  it('with -o ndjson the command\'s stdout goes to stderr, so stdout stays one event per line', () =>
+  it("with -o ndjson the command's stdout goes to stderr, so stdout stays one event per line", () =>
     withSimulator(async (sim) => {
-      const run = watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '-o', 'ndjson', '--', 'sh', '-c', 'echo child-stdout; sleep 1.2']);
+      const run = watch(sim, [
+        sim.mint({ seconds: 3 }),
+        ...FAST,
+        '-o',
+        'ndjson',
+        '--',
+        'sh',
+        '-c',
+        'echo child-stdout; sleep 1.2',
+      ]);
       const result = await run.exited;
       assert.equal(result.code, 0, result.stderr);
       assert.match(result.stderr, /child-stdout/);
@@ -420,7 +496,10 @@ describe('lease watch -- command', { concurrency: true }, () => {
         watch(sim, [sim.mint({ seconds: 3 }), '--for', '1s', '--', 'true']).exited,
       ]);
       assert.equal(withToken.code, 0, withToken.stderr);
-      assert.match(withToken.stderr, /warning: --token on the command line shows in ps.*use QUEEN_TOKEN or --token-file/);
+      assert.match(
+        withToken.stderr,
+        /warning: --token on the command line shows in ps.*use QUEEN_TOKEN or --token-file/,
+      );
       assert.equal(empty.code, 1);
       assert.match(empty.stderr, /-- must be followed by the command/);
       assert.equal(forWithCommand.code, 1);

@@ -18,7 +18,15 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startSimulator, type Fault, type Simulator } from '../simulator/simulator.js';
 import { instantClock } from '../support/fakes.js';
-import { assertNoStackTrace, assertOneLineReason, closedPort, describeResult, records, runQueenctl, runVerb } from './harness.js';
+import {
+  assertNoStackTrace,
+  assertOneLineReason,
+  closedPort,
+  describeResult,
+  records,
+  runQueenctl,
+  runVerb,
+} from './harness.js';
 
 type Verb = 'extend' | 'inspect';
 const VERBS: Verb[] = ['extend', 'inspect'];
@@ -37,12 +45,22 @@ const rawSockets = new Set<Socket>();
 
 /** A documented answer about `leaseId`, with `overrides`. */
 function documented(leaseId: string, overrides: Record<string, unknown> = {}): string {
-  return JSON.stringify({ leaseId, success: true, renewed: 1, newExpiresAt: T, expiresAt: T, lease_expires_at: T, ...overrides });
+  return JSON.stringify({
+    leaseId,
+    success: true,
+    renewed: 1,
+    newExpiresAt: T,
+    expiresAt: T,
+    lease_expires_at: T,
+    ...overrides,
+  });
 }
 
 /** An older broker's array entry about `leaseId`, with `overrides`. */
 function arrayEntry(leaseId: string, overrides: Record<string, unknown> = {}): string {
-  return JSON.stringify([{ error: null, expiresAt: '2099-12-02T09:38:24.534Z', index: 0, leaseId, success: true, ...overrides }]);
+  return JSON.stringify([
+    { error: null, expiresAt: '2099-12-02T09:38:24.534Z', index: 0, leaseId, success: true, ...overrides },
+  ]);
 }
 
 interface Row {
@@ -63,68 +81,353 @@ interface Row {
   timeout?: string;
 }
 
-const body = (make: (leaseId: string) => string) => (leaseId: string): Fault => ({ kind: 'body', leaseId, body: make(leaseId) });
-const status = (code: number, text?: string, headers?: Record<string, string>) => (leaseId: string): Fault => ({
-  kind: 'status',
-  leaseId,
-  status: code,
-  ...(text !== undefined && { body: text }),
-  ...(headers && { headers }),
-});
+const body =
+  (make: (leaseId: string) => string) =>
+  (leaseId: string): Fault => ({ kind: 'body', leaseId, body: make(leaseId) });
+const status =
+  (code: number, text?: string, headers?: Record<string, string>) =>
+  (leaseId: string): Fault => ({
+    kind: 'status',
+    leaseId,
+    status: code,
+    ...(text !== undefined && { body: text }),
+    ...(headers && { headers }),
+  });
 
 const ROWS: Row[] = [
   // --- transport --------------------------------------------------------------------------
-  { name: 'connection refused', server: () => refusedUrl, code: 2, reason: /cannot reach the broker at http:\/\/127\.0\.0\.1:\d+: connection refused/, transient: true, sent: null },
-  { name: 'connection closed before any answer', fault: (leaseId) => ({ kind: 'drop', leaseId }), code: 2, reason: /closed before a full answer/, transient: true, sent: 1 },
-  { name: 'connection reset in the middle of the response', fault: (leaseId) => ({ kind: 'reset-mid-body', leaseId }), code: 2, reason: /closed before a full answer/, transient: true, sent: 1 },
-  { name: 'slower than --timeout', fault: (leaseId) => ({ kind: 'latency', leaseId, ms: 60_000 }), timeout: '300ms', code: 2, reason: /no answer from http:\/\/127\.0\.0\.1:\d+ within (300ms|5s)/, transient: true, sent: null },
-  { name: 'headers, then a body that stalls past --timeout', server: () => stallingUrl, timeout: '300ms', code: 2, reason: /no answer from .* within 300ms/, transient: true, sent: null },
-  { name: 'a server that does not speak HTTP', server: () => notHttpUrl, code: 2, reason: /request to .* failed/, transient: true, sent: null },
-  // --- statuses ---------------------------------------------------------------------------
-  { name: '500 {"error":"pool"}', fault: status(500, '{"error":"pool"}'), code: 2, reason: /no database connection free \(HTTP 500 pool\)/, transient: true, sent: 1 },
-  { name: '500 {"error":"renew failed: ..."}', fault: status(500, '{"error":"renew failed: deadlock detected"}'), code: 2, reason: /renewal query failed \(HTTP 500: renew failed: deadlock detected\)/, transient: false, sent: 1 },
-  { name: '500 with the JSON library\'s type error', fault: status(500, '{"error":"[json.exception.type_error.302] type must be number, but is string"}'), code: 2, reason: /HTTP 500: \[json\.exception/, transient: false, sent: 1 },
-  { name: '502 from a proxy, with HTML', fault: status(502, '<html><body>Bad Gateway</body></html>'), code: 2, reason: /HTTP 502: "<html><body>Bad Gateway/, transient: true, sent: 1 },
-  { name: '503', fault: status(503), code: 2, reason: /HTTP 503: Service Unavailable/, transient: true, sent: 1 },
-  { name: '504 with an empty body', fault: status(504, ''), code: 2, reason: /HTTP 504(; lease \S+ may or may not be held)?$/, transient: true, sent: 1 },
-  { name: '404: no lease route, is this a Queen broker?', server: () => `${sim.url}/not-a-queen-broker`, code: 2, reason: /has no lease route \(HTTP 404\): is it a Queen broker\?/, transient: false, sent: 1 },
-  { name: '404 with the broker\'s HTML page', fault: status(404, '<html><body><h1>File Not Found</h1></body></html>'), code: 2, reason: /has no lease route \(HTTP 404\): is it a Queen broker\?/, transient: false, sent: 1 },
-  ...[301, 302, 307, 308].map((code): Row => ({
-    name: `a ${code} redirect (not followed)`,
-    fault: (leaseId) => status(code, '', { location: `${sim.url}/api/v1/lease/followed-${code}/extend` })(leaseId),
+  {
+    name: 'connection refused',
+    server: () => refusedUrl,
     code: 2,
-    reason: new RegExp(`redirect \\(HTTP ${code} to http://127\\.0\\.0\\.1:\\d+/api/v1/lease/followed-${code}/extend\\)`),
+    reason: /cannot reach the broker at http:\/\/127\.0\.0\.1:\d+: connection refused/,
+    transient: true,
+    sent: null,
+  },
+  {
+    name: 'connection closed before any answer',
+    fault: (leaseId) => ({ kind: 'drop', leaseId }),
+    code: 2,
+    reason: /closed before a full answer/,
+    transient: true,
+    sent: 1,
+  },
+  {
+    name: 'connection reset in the middle of the response',
+    fault: (leaseId) => ({ kind: 'reset-mid-body', leaseId }),
+    code: 2,
+    reason: /closed before a full answer/,
+    transient: true,
+    sent: 1,
+  },
+  {
+    name: 'slower than --timeout',
+    fault: (leaseId) => ({ kind: 'latency', leaseId, ms: 60_000 }),
+    timeout: '300ms',
+    code: 2,
+    reason: /no answer from http:\/\/127\.0\.0\.1:\d+ within (300ms|5s)/,
+    transient: true,
+    sent: null,
+  },
+  {
+    name: 'headers, then a body that stalls past --timeout',
+    server: () => stallingUrl,
+    timeout: '300ms',
+    code: 2,
+    reason: /no answer from .* within 300ms/,
+    transient: true,
+    sent: null,
+  },
+  {
+    name: 'a server that does not speak HTTP',
+    server: () => notHttpUrl,
+    code: 2,
+    reason: /request to .* failed/,
+    transient: true,
+    sent: null,
+  },
+  // --- statuses ---------------------------------------------------------------------------
+  {
+    name: '500 {"error":"pool"}',
+    fault: status(500, '{"error":"pool"}'),
+    code: 2,
+    reason: /no database connection free \(HTTP 500 pool\)/,
+    transient: true,
+    sent: 1,
+  },
+  {
+    name: '500 {"error":"renew failed: ..."}',
+    fault: status(500, '{"error":"renew failed: deadlock detected"}'),
+    code: 2,
+    reason: /renewal query failed \(HTTP 500: renew failed: deadlock detected\)/,
     transient: false,
     sent: 1,
-  })),
+  },
+  {
+    name: "500 with the JSON library's type error",
+    fault: status(500, '{"error":"[json.exception.type_error.302] type must be number, but is string"}'),
+    code: 2,
+    reason: /HTTP 500: \[json\.exception/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: '502 from a proxy, with HTML',
+    fault: status(502, '<html><body>Bad Gateway</body></html>'),
+    code: 2,
+    reason: /HTTP 502: "<html><body>Bad Gateway/,
+    transient: true,
+    sent: 1,
+  },
+  { name: '503', fault: status(503), code: 2, reason: /HTTP 503: Service Unavailable/, transient: true, sent: 1 },
+  {
+    name: '504 with an empty body',
+    fault: status(504, ''),
+    code: 2,
+    reason: /HTTP 504(; lease \S+ may or may not be held)?$/,
+    transient: true,
+    sent: 1,
+  },
+  {
+    name: '404: no lease route, is this a Queen broker?',
+    server: () => `${sim.url}/not-a-queen-broker`,
+    code: 2,
+    reason: /has no lease route \(HTTP 404\): is it a Queen broker\?/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: "404 with the broker's HTML page",
+    fault: status(404, '<html><body><h1>File Not Found</h1></body></html>'),
+    code: 2,
+    reason: /has no lease route \(HTTP 404\): is it a Queen broker\?/,
+    transient: false,
+    sent: 1,
+  },
+  ...[301, 302, 307, 308].map(
+    (code): Row => ({
+      name: `a ${code} redirect (not followed)`,
+      fault: (leaseId) => status(code, '', { location: `${sim.url}/api/v1/lease/followed-${code}/extend` })(leaseId),
+      code: 2,
+      reason: new RegExp(
+        `redirect \\(HTTP ${code} to http://127\\.0\\.0\\.1:\\d+/api/v1/lease/followed-${code}/extend\\)`,
+      ),
+      transient: false,
+      sent: 1,
+    }),
+  ),
   // --- 200s outside the contract ----------------------------------------------------------
-  { name: '200 that is not JSON', fault: body(() => '<html><body>gateway</body></html>'), code: 2, reason: /not JSON; it sent "<html><body>gateway/, transient: false, sent: 1 },
+  {
+    name: '200 that is not JSON',
+    fault: body(() => '<html><body>gateway</body></html>'),
+    code: 2,
+    reason: /not JSON; it sent "<html><body>gateway/,
+    transient: false,
+    sent: 1,
+  },
   { name: '200 with an empty body', fault: body(() => ''), code: 2, reason: /not JSON/, transient: false, sent: 1 },
-  { name: '200 with truncated JSON', fault: body((id) => documented(id).slice(0, 50)), code: 2, reason: /not JSON/, transient: false, sent: 1 },
-  { name: '200 of JSON that is not an object (a number)', fault: body(() => '42'), code: 2, reason: /JSON that is not an object/, transient: false, sent: 1 },
-  { name: '200 of JSON null', fault: body(() => 'null'), code: 2, reason: /JSON that is not an object/, transient: false, sent: 1 },
-  { name: '200 of an object with neither renewed nor the older shape', fault: body(() => '{"ok":true}'), code: 2, reason: /neither renewed nor/, transient: false, sent: 1 },
-  { name: 'wrong type: renewed is a string', fault: body((id) => documented(id, { renewed: '1' })), code: 2, reason: /renewed is not a whole number/, transient: false, sent: 1 },
-  { name: 'wrong type: renewed is a fraction', fault: body((id) => documented(id, { renewed: 0.5 })), code: 2, reason: /renewed is not a whole number/, transient: false, sent: 1 },
-  { name: 'wrong type: renewed is negative', fault: body((id) => documented(id, { renewed: -1 })), code: 2, reason: /renewed is not a whole number/, transient: false, sent: 1 },
-  { name: 'wrong type: renewed is null', fault: body((id) => documented(id, { renewed: null })), code: 2, reason: /renewed is not a whole number/, transient: false, sent: 1 },
-  { name: 'wrong type: success is a string', fault: body((id) => documented(id, { success: 'true' })), code: 2, reason: /success is not a boolean/, transient: false, sent: 1 },
-  { name: 'wrong type: an expiry is a number', fault: body((id) => documented(id, { newExpiresAt: 1785409604512, expiresAt: 1785409604512, lease_expires_at: 1785409604512 })), code: 2, reason: /newExpiresAt is not a timestamp/, transient: false, sent: 1 },
-  { name: 'wrong type: an expiry is a string but no timestamp ("1")', fault: body((id) => documented(id, { newExpiresAt: '1', expiresAt: '1', lease_expires_at: '1' })), code: 2, reason: /newExpiresAt is not a timestamp/, transient: false, sent: 1 },
-  { name: 'wrong type: an expiry in words ("July 4")', fault: body((id) => documented(id, { newExpiresAt: 'July 4', expiresAt: 'July 4', lease_expires_at: 'July 4' })), code: 2, reason: /newExpiresAt is not a timestamp/, transient: false, sent: 1 },
-  { name: 'wrong type: leaseId is a number', fault: body((id) => documented(id, { leaseId: 42 })), code: 2, reason: /leaseId is missing or not a string/, transient: false, sent: 1 },
-  { name: 'renewed leases without any expiry', fault: body((id) => documented(id, { newExpiresAt: null, expiresAt: null, lease_expires_at: null })), code: 2, reason: /renewed leases without an expiry/, transient: false, sent: 1 },
-  { name: 'disagreeing expiry keys', fault: body((id) => documented(id, { lease_expires_at: '2099-07-30T12:06:44.512873Z' })), code: 2, reason: /the three expiry keys disagree/, transient: false, sent: 1 },
-  { name: 'an answer about another lease', fault: body(() => documented('someone-else')), code: 2, reason: /another lease id/, transient: false, sent: 1 },
-  { name: '200 {success:false,error} without renewed (a failed database query)', fault: body(() => '{"success":false,"error":"could not serialize access"}'), code: 2, reason: /could not run the renewal: could not serialize access/, transient: false, sent: 1 },
-  { name: 'an empty array', fault: body(() => '[]'), code: 2, reason: /no entry for this lease id/, transient: false, sent: 1 },
-  { name: 'an array about another lease only', fault: body(() => arrayEntry('someone-else')), code: 2, reason: /no entry for this lease id/, transient: false, sent: 1 },
-  { name: 'array, wrong type: success is a string', fault: body((id) => arrayEntry(id, { success: 'true' })), code: 2, reason: /success is not a boolean/, transient: false, sent: 1 },
-  { name: 'array, wrong type: expiresAt is a number', fault: body((id) => arrayEntry(id, { expiresAt: 5 })), code: 2, reason: /expiresAt is not a timestamp/, transient: false, sent: 1 },
-  { name: 'array, wrong type: error is a number', fault: body((id) => arrayEntry(id, { error: 7, success: false, expiresAt: null })), code: 2, reason: /error is not a string/, transient: false, sent: 1 },
-  { name: 'array: success without an expiry', fault: body((id) => arrayEntry(id, { expiresAt: null })), code: 2, reason: /success without an expiry/, transient: false, sent: 1 },
-  { name: 'a 10 MB body', fault: (leaseId) => ({ kind: 'body', leaseId, body: () => `[${'"x",'.repeat(TEN_MB / 4)}"x"]` }), code: 2, reason: /larger than 1048576 bytes: not a lease renewal/, transient: false, sent: 1 },
-  { name: 'a 10 MB error page with 500', fault: (leaseId) => ({ kind: 'status', leaseId, status: 500, body: 'E'.repeat(TEN_MB) }), code: 2, reason: /larger than 1048576 bytes/, transient: false, sent: 1 },
+  {
+    name: '200 with truncated JSON',
+    fault: body((id) => documented(id).slice(0, 50)),
+    code: 2,
+    reason: /not JSON/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: '200 of JSON that is not an object (a number)',
+    fault: body(() => '42'),
+    code: 2,
+    reason: /JSON that is not an object/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: '200 of JSON null',
+    fault: body(() => 'null'),
+    code: 2,
+    reason: /JSON that is not an object/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: '200 of an object with neither renewed nor the older shape',
+    fault: body(() => '{"ok":true}'),
+    code: 2,
+    reason: /neither renewed nor/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'wrong type: renewed is a string',
+    fault: body((id) => documented(id, { renewed: '1' })),
+    code: 2,
+    reason: /renewed is not a whole number/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'wrong type: renewed is a fraction',
+    fault: body((id) => documented(id, { renewed: 0.5 })),
+    code: 2,
+    reason: /renewed is not a whole number/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'wrong type: renewed is negative',
+    fault: body((id) => documented(id, { renewed: -1 })),
+    code: 2,
+    reason: /renewed is not a whole number/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'wrong type: renewed is null',
+    fault: body((id) => documented(id, { renewed: null })),
+    code: 2,
+    reason: /renewed is not a whole number/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'wrong type: success is a string',
+    fault: body((id) => documented(id, { success: 'true' })),
+    code: 2,
+    reason: /success is not a boolean/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'wrong type: an expiry is a number',
+    fault: body((id) =>
+      documented(id, { newExpiresAt: 1785409604512, expiresAt: 1785409604512, lease_expires_at: 1785409604512 }),
+    ),
+    code: 2,
+    reason: /newExpiresAt is not a timestamp/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'wrong type: an expiry is a string but no timestamp ("1")',
+    fault: body((id) => documented(id, { newExpiresAt: '1', expiresAt: '1', lease_expires_at: '1' })),
+    code: 2,
+    reason: /newExpiresAt is not a timestamp/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'wrong type: an expiry in words ("July 4")',
+    fault: body((id) => documented(id, { newExpiresAt: 'July 4', expiresAt: 'July 4', lease_expires_at: 'July 4' })),
+    code: 2,
+    reason: /newExpiresAt is not a timestamp/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'wrong type: leaseId is a number',
+    fault: body((id) => documented(id, { leaseId: 42 })),
+    code: 2,
+    reason: /leaseId is missing or not a string/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'renewed leases without any expiry',
+    fault: body((id) => documented(id, { newExpiresAt: null, expiresAt: null, lease_expires_at: null })),
+    code: 2,
+    reason: /renewed leases without an expiry/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'disagreeing expiry keys',
+    fault: body((id) => documented(id, { lease_expires_at: '2099-07-30T12:06:44.512873Z' })),
+    code: 2,
+    reason: /the three expiry keys disagree/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'an answer about another lease',
+    fault: body(() => documented('someone-else')),
+    code: 2,
+    reason: /another lease id/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: '200 {success:false,error} without renewed (a failed database query)',
+    fault: body(() => '{"success":false,"error":"could not serialize access"}'),
+    code: 2,
+    reason: /could not run the renewal: could not serialize access/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'an empty array',
+    fault: body(() => '[]'),
+    code: 2,
+    reason: /no entry for this lease id/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'an array about another lease only',
+    fault: body(() => arrayEntry('someone-else')),
+    code: 2,
+    reason: /no entry for this lease id/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'array, wrong type: success is a string',
+    fault: body((id) => arrayEntry(id, { success: 'true' })),
+    code: 2,
+    reason: /success is not a boolean/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'array, wrong type: expiresAt is a number',
+    fault: body((id) => arrayEntry(id, { expiresAt: 5 })),
+    code: 2,
+    reason: /expiresAt is not a timestamp/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'array, wrong type: error is a number',
+    fault: body((id) => arrayEntry(id, { error: 7, success: false, expiresAt: null })),
+    code: 2,
+    reason: /error is not a string/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'array: success without an expiry',
+    fault: body((id) => arrayEntry(id, { expiresAt: null })),
+    code: 2,
+    reason: /success without an expiry/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'a 10 MB body',
+    fault: (leaseId) => ({ kind: 'body', leaseId, body: () => `[${'"x",'.repeat(TEN_MB / 4)}"x"]` }),
+    code: 2,
+    reason: /larger than 1048576 bytes: not a lease renewal/,
+    transient: false,
+    sent: 1,
+  },
+  {
+    name: 'a 10 MB error page with 500',
+    fault: (leaseId) => ({ kind: 'status', leaseId, status: 500, body: 'E'.repeat(TEN_MB) }),
+    code: 2,
+    reason: /larger than 1048576 bytes/,
+    transient: false,
+    sent: 1,
+  },
 ];
 
 /** Requests the simulator received for this lease, whatever route they reached. */
@@ -185,15 +488,24 @@ describe('the fault matrix', { concurrency: true }, () => {
   for (const verb of VERBS) {
     describe(`lease ${verb}: each failure, its exit code and one line of reason`, { concurrency: 8 }, () => {
       for (const row of ROWS) {
-        it(`${row.name}: exit ${row.code}, ${row.transient ? 'transient' : 'not retried'}`, { timeout: 30_000 }, async () => {
+        it(`${row.name}: exit ${row.code}, ${row.transient ? 'transient' : 'not retried'}`, {
+          timeout: 30_000,
+        }, async () => {
           const leaseId = sim.mint();
           if (row.fault) sim.inject(row.fault(leaseId));
-          const result = await runVerb(verb, [leaseId], row.server?.() ?? sim.url, { retries: retriesFor(row), timeoutMs: timeoutMsFor(row) });
+          const result = await runVerb(verb, [leaseId], row.server?.() ?? sim.url, {
+            retries: retriesFor(row),
+            timeoutMs: timeoutMsFor(row),
+          });
           assert.equal(result.code, row.code, describeResult(result));
           assertOneLineReason(result.stderr, row.reason);
           assert.equal(result.stdout, '', 'a failed lease prints nothing on stdout');
           if (row.sent !== null) assert.equal(sentFor(leaseId), row.sent, 'requests the broker received');
-          assert.equal(sim.log.filter((entry) => entry.leaseId?.startsWith('followed-')).length, 0, 'no redirect was followed');
+          assert.equal(
+            sim.log.filter((entry) => entry.leaseId?.startsWith('followed-')).length,
+            0,
+            'no redirect was followed',
+          );
         });
       }
     });
@@ -204,8 +516,17 @@ describe('the fault matrix', { concurrency: true }, () => {
           const leaseId = sim.mint();
           if (row.fault) sim.inject(row.fault(leaseId));
           const result = await runQueenctl([
-            'lease', verb, leaseId, '--server', row.server?.() ?? sim.url,
-            '--retries', String(retriesFor(row)), '--timeout', row.timeout ?? '10s', '-o', 'json',
+            'lease',
+            verb,
+            leaseId,
+            '--server',
+            row.server?.() ?? sim.url,
+            '--retries',
+            String(retriesFor(row)),
+            '--timeout',
+            row.timeout ?? '10s',
+            '-o',
+            'json',
           ]);
           assert.equal(result.code, row.code, describeResult(result));
           assertOneLineReason(result.stderr, row.reason);
@@ -217,12 +538,18 @@ describe('the fault matrix', { concurrency: true }, () => {
     describe(`lease ${verb}: transient failures are retried and recover`, { concurrency: 8 }, () => {
       for (const row of ROWS.filter((candidate) => candidate.transient)) {
         const recovers = row.fault !== undefined;
-        it(`${row.name}: ${recovers ? 'twice, then the answer: exit 0 after 3 requests' : 'retried as many times as asked, then exit 2'}`, { timeout: 30_000 }, async () => {
+        it(`${row.name}: ${recovers ? 'twice, then the answer: exit 0 after 3 requests' : 'retried as many times as asked, then exit 2'}`, {
+          timeout: 30_000,
+        }, async () => {
           const leaseId = sim.mint();
           if (row.fault) sim.inject({ ...row.fault(leaseId), times: 2 });
           // Long enough that the third, healthy request never meets it, even on a loaded machine.
           const timeoutMs = recovers && row.timeout ? 2_000 : timeoutMsFor(row);
-          const result = await runVerb(verb, [leaseId], row.server?.() ?? sim.url, { retries: 2, timeoutMs, clock: instantClock });
+          const result = await runVerb(verb, [leaseId], row.server?.() ?? sim.url, {
+            retries: 2,
+            timeoutMs,
+            clock: instantClock,
+          });
           assertNoStackTrace(result.stderr);
           assert.match(result.stderr, /retry 1 of 2 in \d+ms\n/);
           assert.match(result.stderr, /retry 2 of 2 in \d+ms\n/);
@@ -241,7 +568,9 @@ describe('the fault matrix', { concurrency: true }, () => {
     });
 
     describe(`lease ${verb}: one run over many failing leases`, () => {
-      it('gives every failing lease a record that cannot read as success, keeps the good one, and exits 2', { timeout: 30_000 }, async () => {
+      it('gives every failing lease a record that cannot read as success, keeps the good one, and exits 2', {
+        timeout: 30_000,
+      }, async () => {
         const rows = ROWS.filter((row) => row.fault !== undefined && row.server === undefined);
         const failing = rows.map((row) => {
           const leaseId = sim.mint();
@@ -254,7 +583,11 @@ describe('the fault matrix', { concurrency: true }, () => {
         assert.equal(result.code, 2, describeResult(result));
         assertNoStackTrace(result.stderr);
         const printed = records(result.stdout);
-        assert.deepEqual(printed.map((record) => record.leaseId), ids, 'one record per lease, in input order');
+        assert.deepEqual(
+          printed.map((record) => record.leaseId),
+          ids,
+          'one record per lease, in input order',
+        );
         printed.slice(0, -1).forEach((record, i) => {
           const row = rows[i] as Row;
           assert.match(String(record.error), unanchored(row.reason), row.name);
@@ -279,7 +612,17 @@ describe('the fault matrix', { concurrency: true }, () => {
     describe(`lease ${verb}: 200s that disagree with themselves: renewed decides`, () => {
       it('success: true with renewed: 0 exits 4 and says the lease is not held', async () => {
         const leaseId = sim.mint();
-        sim.inject({ kind: 'body', leaseId, body: documented(leaseId, { success: true, renewed: 0, newExpiresAt: null, expiresAt: null, lease_expires_at: null }) });
+        sim.inject({
+          kind: 'body',
+          leaseId,
+          body: documented(leaseId, {
+            success: true,
+            renewed: 0,
+            newExpiresAt: null,
+            expiresAt: null,
+            lease_expires_at: null,
+          }),
+        });
         const result = await runQueenctl(['lease', verb, leaseId, '--server', sim.url, '-o', 'json']);
         assert.equal(result.code, 4, describeResult(result));
         assertNoStackTrace(result.stderr);
@@ -299,7 +642,7 @@ describe('the fault matrix', { concurrency: true }, () => {
         else assert.equal(record?.live, true);
       });
 
-      it('an older broker\'s success: false with an expiry exits 4', async () => {
+      it("an older broker's success: false with an expiry exits 4", async () => {
         const leaseId = sim.mint();
         sim.inject({ kind: 'body', leaseId, body: arrayEntry(leaseId, { success: false, error: 'Lease not active' }) });
         const result = await runVerb(verb, [leaseId], sim.url);
@@ -311,7 +654,6 @@ describe('the fault matrix', { concurrency: true }, () => {
       });
     });
   }
-
 });
 
 /** A row's reason as it reads inside a longer line (several leases, or a record's error). */

@@ -35,12 +35,18 @@ export interface RunResult extends CliResult {
 }
 
 /** Starts queenctl with piped streams; the caller drives stdin and signals. */
-export function startQueenctl(args: string[], env: Record<string, string | undefined> = {}): ChildProcessWithoutNullStreams {
+export function startQueenctl(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): ChildProcessWithoutNullStreams {
   return spawn(process.execPath, [ENTRY, ...args], { env: cleanEnv(env), stdio: 'pipe' });
 }
 
 /** Collects a started queenctl's output until it ends (or the kill timer ends it). */
-export function finished(child: ChildProcessWithoutNullStreams, timeoutMs = 15_000): Promise<RunResult> & { stdoutSoFar(): string } {
+export function finished(
+  child: ChildProcessWithoutNullStreams,
+  timeoutMs = 15_000,
+): Promise<RunResult> & { stdoutSoFar(): string } {
   let stdout = '';
   let stderr = '';
   let killed = false;
@@ -83,7 +89,11 @@ export async function closedPort(): Promise<number> {
 /** Neither a JavaScript stack nor Node's own crash report. */
 export function assertNoStackTrace(stderr: string): void {
   assert.doesNotMatch(stderr, /^\s+at \S.*(:\d+:\d+\)?|<anonymous>\)?)$/m, `a stack trace on stderr:\n${stderr}`);
-  assert.doesNotMatch(stderr, /node:internal|Node\.js v\d|Uncaught|internal error|Error \[ERR_|\w+Error: /, `a crash report on stderr:\n${stderr}`);
+  assert.doesNotMatch(
+    stderr,
+    /node:internal|Node\.js v\d|Uncaught|internal error|Error \[ERR_|\w+Error: /,
+    `a crash report on stderr:\n${stderr}`,
+  );
 }
 
 /**
@@ -134,11 +144,26 @@ export interface VerbRunOptions {
  * client over loopback, buffers for the streams. The fault matrix runs here (a process per row
  * would cost half a second each); a subset also runs as a process (faults.test.ts).
  */
-export async function runVerb(verb: 'extend' | 'inspect', leaseIds: string[], server: string, options: VerbRunOptions = {}): Promise<VerbResult> {
+export async function runVerb(
+  verb: 'extend' | 'inspect',
+  leaseIds: string[],
+  server: string,
+  options: VerbRunOptions = {},
+): Promise<VerbResult> {
   const { stdin = null } = options;
   const io = typeof stdin === 'string' || stdin === null ? bufferIO({ stdin }) : { ...bufferIO(), stdin };
-  const client = new BrokerClient({ server, timeoutMs: options.timeoutMs ?? 10_000, userAgent: 'queenctl/test', connections: options.concurrency ?? 16 });
-  const runtime = { io, client, clock: options.clock ?? systemClock, signal: options.signal ?? new AbortController().signal };
+  const client = new BrokerClient({
+    server,
+    timeoutMs: options.timeoutMs ?? 10_000,
+    userAgent: 'queenctl/test',
+    connections: options.concurrency ?? 16,
+  });
+  const runtime = {
+    io,
+    client,
+    clock: options.clock ?? systemClock,
+    signal: options.signal ?? new AbortController().signal,
+  };
   const common = {
     leaseIds,
     retry: { ...DEFAULT_RETRY, retries: options.retries ?? 0 },
@@ -147,7 +172,8 @@ export async function runVerb(verb: 'extend' | 'inspect', leaseIds: string[], se
     noHeaders: false,
   };
   try {
-    const code = verb === 'extend' ? await runExtend({ ...common, seconds: 60 }, runtime) : await runInspect(common, runtime);
+    const code =
+      verb === 'extend' ? await runExtend({ ...common, seconds: 60 }, runtime) : await runInspect(common, runtime);
     return { code, stdout: io.stdout.text, stderr: io.stderr.text };
   } finally {
     await client.close();

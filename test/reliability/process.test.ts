@@ -62,7 +62,11 @@ function shell(script: string, timeoutMs = 15_000): Promise<{ code: number | nul
 }
 
 describe('a reader that goes away', () => {
-  for (const [verb, format] of [['extend', 'ndjson'], ['inspect', 'ndjson'], ['extend', 'json']] as const) {
+  for (const [verb, format] of [
+    ['extend', 'ndjson'],
+    ['inspect', 'ndjson'],
+    ['extend', 'json'],
+  ] as const) {
     it(`lease ${verb} - -o ${format} | head -1: ends quietly and stops sending`, async () => {
       // Slow enough that all 3000 would take seconds: the run must end long before.
       sim.inject({ kind: 'latency', ms: 20 });
@@ -88,7 +92,10 @@ describe('a stderr nobody reads', () => {
     child.stdin.end();
     const { code, stdout } = await result;
     assert.equal(code, 4);
-    assert.deepEqual(records(stdout).map((record) => record.renewed), [0, 0]);
+    assert.deepEqual(
+      records(stdout).map((record) => record.renewed),
+      [0, 0],
+    );
   });
 
   it('does not change the exit code of a broker error either: 2', async () => {
@@ -131,14 +138,24 @@ describe('a signal in the middle of a bulk run', () => {
       await delay(300);
       assert.equal(sim.log.length, sentAtExit, 'no request after it ended');
       // In flight at the signal, plus what the answers of one turn of its loop let it issue.
-      assert.ok(sentAtExit <= sentAtSignal + 4 * CONCURRENCY, `stopped issuing: ${sentAtSignal} sent at the signal, ${sentAtExit} at the end`);
+      assert.ok(
+        sentAtExit <= sentAtSignal + 4 * CONCURRENCY,
+        `stopped issuing: ${sentAtSignal} sent at the signal, ${sentAtExit} at the end`,
+      );
       assert.ok(sentAtExit < BULK);
 
       // What was done is on stdout: a record per lease id it tried, in input order.
       const printed = records(stdout);
-      assert.deepEqual(printed.map((record) => record.leaseId), ids.slice(0, printed.length));
+      assert.deepEqual(
+        printed.map((record) => record.leaseId),
+        ids.slice(0, printed.length),
+      );
       const logged = new Set(sim.log.map((entry) => entry.leaseId));
-      for (const leaseId of logged) assert.ok(printed.some((record) => record.leaseId === leaseId), `${leaseId} was sent, so it has a record`);
+      for (const leaseId of logged)
+        assert.ok(
+          printed.some((record) => record.leaseId === leaseId),
+          `${leaseId} was sent, so it has a record`,
+        );
       const done = printed.filter((record) => (verb === 'extend' ? record.renewed === 1 : record.live === true)).length;
       const unanswered = printed.filter((record) => record.error === 'interrupted before the broker answered').length;
       assert.equal(done + unanswered, printed.length, 'every record is either done or said to be unanswered');
@@ -148,7 +165,10 @@ describe('a signal in the middle of a bulk run', () => {
       const [yes, no] = verb === 'extend' ? ['renewed', 'not renewed'] : ['live', 'not held'];
       assert.match(
         stderr,
-        new RegExp(`^queenctl: interrupted after ${printed.length} lease ids: ${done} ${yes}, 0 ${no}, ${unanswered} unknown; the remaining lease ids were not sent$`, 'm'),
+        new RegExp(
+          `^queenctl: interrupted after ${printed.length} lease ids: ${done} ${yes}, 0 ${no}, ${unanswered} unknown; the remaining lease ids were not sent$`,
+          'm',
+        ),
       );
     });
   }
@@ -165,8 +185,14 @@ describe('a signal while standard input is still open', () => {
     const { code, stdout, stderr, killed } = await result;
     assert.equal(killed, false, 'ended without its standard input ending');
     assert.equal(code, 130, describeResult({ code, stdout, stderr }));
-    assert.deepEqual(records(stdout).map((record) => record.renewed), [1, 1, 1]);
-    assert.match(stderr, /^queenctl: interrupted after 3 lease ids: 3 renewed, 0 not renewed, 0 unknown; the remaining lease ids were not sent$/m);
+    assert.deepEqual(
+      records(stdout).map((record) => record.renewed),
+      [1, 1, 1],
+    );
+    assert.match(
+      stderr,
+      /^queenctl: interrupted after 3 lease ids: 3 renewed, 0 not renewed, 0 unknown; the remaining lease ids were not sent$/m,
+    );
     assertNoStackTrace(stderr);
   });
 });

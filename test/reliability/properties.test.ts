@@ -6,14 +6,23 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { parse as parseYaml } from 'yaml';
-import { checkLeaseId, leaseIdSource, MAX_LEASE_ID_LENGTH, MAX_SECONDS, parseDuration, parseSeconds, splitWhitespace, type StdinLike } from '../../src/args.js';
-import { estimateBrokerClock } from '../../src/broker/brokerClock.js';
+import {
+  checkLeaseId,
+  leaseIdSource,
+  MAX_LEASE_ID_LENGTH,
+  MAX_SECONDS,
+  parseDuration,
+  parseSeconds,
+  splitWhitespace,
+  type StdinLike,
+} from '../../src/args.js';
+import { estimateBrokerClock } from '../../src/broker/broker-clock.js';
 import { leaseIdSegment } from '../../src/broker/client.js';
 import { isHeld, parseRenewal, type RawAnswer, type Renewal } from '../../src/broker/contract.js';
 import { DEFAULT_RETRY } from '../../src/broker/retry.js';
 import { extendRecord, runExtend } from '../../src/commands/lease/extend.js';
 import { inspectRecord, runInspect } from '../../src/commands/lease/inspect.js';
-import type { LeaseOutcome } from '../../src/commands/lease/renewAll.js';
+import type { LeaseOutcome } from '../../src/commands/lease/renew-all.js';
 import { AuthError, BrokerError, ExitCode, UsageError } from '../../src/exit.js';
 import { recordSink } from '../../src/output/records.js';
 import { bufferIO, Collector, instantClock } from '../support/fakes.js';
@@ -30,7 +39,32 @@ const trickyUnit = fc.oneof(
   { arbitrary: fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 1 }), weight: 6 },
   { arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }), weight: 4 },
   {
-    arbitrary: fc.constantFrom('/', '?', '#', '%', '.', '..', ' ', '\t', '\n', '\r', '\u0000', '\u0007', '\u001b', '\u007f', '\u009b', '\u00a0', '\u2028', '\u3000', '\ufeff', '+', '&', '\\', '%2F', '%2e'),
+    arbitrary: fc.constantFrom(
+      '/',
+      '?',
+      '#',
+      '%',
+      '.',
+      '..',
+      ' ',
+      '\t',
+      '\n',
+      '\r',
+      '\u0000',
+      '\u0007',
+      '\u001b',
+      '\u007f',
+      '\u009b',
+      '\u00a0',
+      '\u2028',
+      '\u3000',
+      '\ufeff',
+      '+',
+      '&',
+      '\\',
+      '%2F',
+      '%2e',
+    ),
     weight: 4,
   },
   // Half a surrogate pair: cannot come from argv or a decoded pipe, but can from any caller.
@@ -40,19 +74,30 @@ const trickyText = fc.string({ unit: trickyUnit, maxLength: 24 });
 const leaseIdLike = fc.oneof(
   { arbitrary: trickyText, weight: 8 },
   { arbitrary: fc.uuid(), weight: 2 },
-  { arbitrary: fc.integer({ min: MAX_LEASE_ID_LENGTH - 2, max: MAX_LEASE_ID_LENGTH + 2 }).map((n) => 'a'.repeat(n)), weight: 1 },
+  {
+    arbitrary: fc.integer({ min: MAX_LEASE_ID_LENGTH - 2, max: MAX_LEASE_ID_LENGTH + 2 }).map((n) => 'a'.repeat(n)),
+    weight: 1,
+  },
 );
 
 /** An ISO-8601 instant in either broker's precision. */
 const instant = fc
-  .tuple(fc.integer({ min: Date.parse('2000-01-01T00:00:00Z'), max: Date.parse('2199-12-31T00:00:00Z') }), fc.option(fc.nat(999), { nil: null }))
+  .tuple(
+    fc.integer({ min: Date.parse('2000-01-01T00:00:00Z'), max: Date.parse('2199-12-31T00:00:00Z') }),
+    fc.option(fc.nat(999), { nil: null }),
+  )
   .map(([ms, micros]) => {
     const iso = new Date(ms).toISOString();
     return micros === null ? iso : iso.replace(/Z$/, `${String(micros).padStart(3, '0')}Z`);
   });
 
 const dateHeader = fc.option(
-  fc.oneof(fc.date({ min: new Date('2000-01-01'), max: new Date('2199-01-01'), noInvalidDate: true }).map((date) => date.toUTCString()), fc.string()),
+  fc.oneof(
+    fc
+      .date({ min: new Date('2000-01-01'), max: new Date('2199-01-01'), noInvalidDate: true })
+      .map((date) => date.toUTCString()),
+    fc.string(),
+  ),
   { nil: undefined },
 );
 
@@ -68,7 +113,15 @@ const documentedAnswer = (leaseId: string) =>
     })
     .map(({ renewed, success, expiry, expiryWhenNothingRenewed, error }) => {
       const at = renewed > 0 || expiryWhenNothingRenewed ? expiry : null;
-      return { leaseId, success, renewed, newExpiresAt: at, expiresAt: at, lease_expires_at: at, ...(error !== undefined && { error }) };
+      return {
+        leaseId,
+        success,
+        renewed,
+        newExpiresAt: at,
+        expiresAt: at,
+        lease_expires_at: at,
+        ...(error !== undefined && { error }),
+      };
     });
 
 /** An older broker's array: our entry among others, at any index. */
@@ -79,7 +132,10 @@ const arrayAnswer = (leaseId: string) =>
       expiresAt: instant,
       error: fc.option(fc.constantFrom('Lease not found', 'Lease already expired', 'Lease not active'), { nil: null }),
       index: fc.nat(1000),
-      others: fc.array(fc.record({ leaseId: fc.string(), success: fc.boolean(), expiresAt: fc.option(instant, { nil: null }) }), { maxLength: 3 }),
+      others: fc.array(
+        fc.record({ leaseId: fc.string(), success: fc.boolean(), expiresAt: fc.option(instant, { nil: null }) }),
+        { maxLength: 3 },
+      ),
       position: fc.nat(),
     })
     .map(({ success, expiresAt, error, index, others, position }) => {
@@ -91,14 +147,21 @@ const arrayAnswer = (leaseId: string) =>
 
 /** Anything at all a server might send back. */
 const anyAnswer: fc.Arbitrary<RawAnswer> = fc.record({
-  status: fc.oneof({ arbitrary: fc.constant(200), weight: 4 }, { arbitrary: fc.integer({ min: 100, max: 599 }), weight: 1 }),
+  status: fc.oneof(
+    { arbitrary: fc.constant(200), weight: 4 },
+    { arbitrary: fc.integer({ min: 100, max: 599 }), weight: 1 },
+  ),
   headers: fc.record({ date: dateHeader, location: fc.option(fc.string(), { nil: undefined }) }, { requiredKeys: [] }),
   body: fc.oneof(
     fc.string(),
     fc.json(),
     // A documented answer with one key of any JSON type, or missing.
     fc
-      .tuple(documentedAnswer('L'), fc.constantFrom('leaseId', 'success', 'renewed', 'newExpiresAt', 'expiresAt', 'lease_expires_at'), fc.option(fc.jsonValue(), { nil: undefined }))
+      .tuple(
+        documentedAnswer('L'),
+        fc.constantFrom('leaseId', 'success', 'renewed', 'newExpiresAt', 'expiresAt', 'lease_expires_at'),
+        fc.option(fc.jsonValue(), { nil: undefined }),
+      )
       .map(([answer, key, value]) => JSON.stringify({ ...answer, [key]: value })),
     arrayAnswer('L').map((answer) => JSON.stringify(answer)),
     fc.jsonValue().map((value) => JSON.stringify([{ leaseId: 'L', success: true, expiresAt: value }])),
@@ -147,11 +210,16 @@ describe('parseRenewal, for any answer at all', () => {
 
   it('never takes a non-200 for a renewal, whatever its body says', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 100, max: 599 }).filter((status) => status !== 200), documentedAnswer('L'), (status, body) => {
-        assert.throws(() => parseRenewal('L', { status, headers: {}, body: JSON.stringify(body) }, SERVER), (error) =>
-          status === 401 || status === 403 ? error instanceof AuthError : error instanceof BrokerError,
-        );
-      }),
+      fc.property(
+        fc.integer({ min: 100, max: 599 }).filter((status) => status !== 200),
+        documentedAnswer('L'),
+        (status, body) => {
+          assert.throws(
+            () => parseRenewal('L', { status, headers: {}, body: JSON.stringify(body) }, SERVER),
+            (error) => (status === 401 || status === 403 ? error instanceof AuthError : error instanceof BrokerError),
+          );
+        },
+      ),
       RUNS,
     );
   });
@@ -172,10 +240,14 @@ describe('renewed decides', () => {
     );
   });
 
-  it('an older broker\'s array maps to renewed 1 or 0 by success, its expiry in all three keys', () => {
+  it("an older broker's array maps to renewed 1 or 0 by success, its expiry in all three keys", () => {
     fc.assert(
       fc.property(arrayAnswer('L'), (body) => {
-        const ours = body.find((entry) => (entry as { leaseId: string }).leaseId === 'L') as { success: boolean; expiresAt: string | null; error: string | null };
+        const ours = body.find((entry) => (entry as { leaseId: string }).leaseId === 'L') as {
+          success: boolean;
+          expiresAt: string | null;
+          error: string | null;
+        };
         const renewal = parseRenewal('L', raw(body), SERVER);
         assert.equal(renewal.shape, 'array');
         assert.equal(renewal.result.renewed, ours.success ? 1 : 0);
@@ -191,17 +263,36 @@ describe('renewed decides', () => {
 
   it('extend and inspect exit 0 exactly when renewed > 0, and 4 otherwise', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(documentedAnswer('L'), arrayAnswer('L')), dateHeader, fc.constantFrom('extend', 'inspect'), async (body, date, verb) => {
-        const renewal = parseRenewal('L', raw(body, date), SERVER);
-        const io = bufferIO();
-        const runtime = { io, client: { server: SERVER, extend: async () => renewal }, clock: instantClock, signal: new AbortController().signal };
-        const options = { leaseIds: ['L'], retry: DEFAULT_RETRY, concurrency: 1, format: 'json' as const, noHeaders: false };
-        const code = verb === 'extend' ? await runExtend({ ...options, seconds: 60 }, runtime) : await runInspect(options, runtime);
-        assert.equal(code, renewal.result.renewed > 0 ? ExitCode.Ok : ExitCode.NotHeld);
-        const printed = JSON.parse(io.stdout.text) as Record<string, unknown>;
-        if (verb === 'extend') assert.equal(printed.renewed, renewal.result.renewed);
-        else assert.equal(printed.live, renewal.result.renewed > 0);
-      }),
+      fc.asyncProperty(
+        fc.oneof(documentedAnswer('L'), arrayAnswer('L')),
+        dateHeader,
+        fc.constantFrom('extend', 'inspect'),
+        async (body, date, verb) => {
+          const renewal = parseRenewal('L', raw(body, date), SERVER);
+          const io = bufferIO();
+          const runtime = {
+            io,
+            client: { server: SERVER, extend: async () => renewal },
+            clock: instantClock,
+            signal: new AbortController().signal,
+          };
+          const options = {
+            leaseIds: ['L'],
+            retry: DEFAULT_RETRY,
+            concurrency: 1,
+            format: 'json' as const,
+            noHeaders: false,
+          };
+          const code =
+            verb === 'extend'
+              ? await runExtend({ ...options, seconds: 60 }, runtime)
+              : await runInspect(options, runtime);
+          assert.equal(code, renewal.result.renewed > 0 ? ExitCode.Ok : ExitCode.NotHeld);
+          const printed = JSON.parse(io.stdout.text) as Record<string, unknown>;
+          if (verb === 'extend') assert.equal(printed.renewed, renewal.result.renewed);
+          else assert.equal(printed.live, renewal.result.renewed > 0);
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -212,8 +303,16 @@ describe('renewed decides', () => {
 // ---------------------------------------------------------------------------------------------
 
 /** Strings near the grammar: digits, signs, dots, exponents, units, spaces. */
-const numberish = fc.string({ unit: fc.constantFrom('0', '1', '2', '5', '9', '.', '-', '+', 'e', ' ', 'm', 's', 'h', 'd', 'x', '\t', '٣'), maxLength: 12 });
-const anyFlagText = fc.oneof(numberish, fc.string(), fc.integer({ min: -5, max: MAX_SECONDS + 5 }).map(String), fc.bigInt({ min: 0n, max: 10n ** 30n }).map(String));
+const numberish = fc.string({
+  unit: fc.constantFrom('0', '1', '2', '5', '9', '.', '-', '+', 'e', ' ', 'm', 's', 'h', 'd', 'x', '\t', '٣'),
+  maxLength: 12,
+});
+const anyFlagText = fc.oneof(
+  numberish,
+  fc.string(),
+  fc.integer({ min: -5, max: MAX_SECONDS + 5 }).map(String),
+  fc.bigInt({ min: 0n, max: 10n ** 30n }).map(String),
+);
 
 /** Calls a parser; anything thrown must be a UsageError. */
 function attempt<T>(parse: () => T): T | UsageError {
@@ -321,34 +420,56 @@ describe('lease ids', () => {
     const argument = fc.oneof({ arbitrary: fc.constant('-'), weight: 1 }, { arbitrary: leaseIdLike, weight: 4 });
     const input = fc.string({ unit: fc.oneof(trickyUnit, fc.constantFrom(' ', '\n', '\r\n', '\t')), maxLength: 80 });
     await fc.assert(
-      fc.asyncProperty(fc.array(argument, { maxLength: 4 }), input, fc.array(fc.nat(), { maxLength: 6 }), fc.boolean(), async (args, text, cuts, isTTY) => {
-        const bytes = Buffer.from(text);
-        const stdin = Object.assign(chunked(bytes, cuts), { isTTY }) as StdinLike;
-        let ids: string[];
-        try {
-          ids = [];
-          for await (const leaseId of leaseIdSource(args, stdin).ids) ids.push(leaseId);
-        } catch (error) {
-          assert.ok(error instanceof UsageError, `threw ${String(error)}`);
-          return;
-        }
-        const fromStdin = new TextDecoder().decode(bytes).split(/\s+/).filter((token) => token !== '');
-        assert.deepEqual(ids, args.flatMap((arg) => (arg === '-' ? fromStdin : [arg])));
-        for (const leaseId of ids) assert.equal(checkLeaseId(leaseId), leaseId);
-        assert.ok(!(isTTY && args.includes('-')), 'a terminal is never read as a list of ids');
-      }),
+      fc.asyncProperty(
+        fc.array(argument, { maxLength: 4 }),
+        input,
+        fc.array(fc.nat(), { maxLength: 6 }),
+        fc.boolean(),
+        async (args, text, cuts, isTTY) => {
+          const bytes = Buffer.from(text);
+          const stdin = Object.assign(chunked(bytes, cuts), { isTTY }) as StdinLike;
+          let ids: string[];
+          try {
+            ids = [];
+            for await (const leaseId of leaseIdSource(args, stdin).ids) ids.push(leaseId);
+          } catch (error) {
+            assert.ok(error instanceof UsageError, `threw ${String(error)}`);
+            return;
+          }
+          const fromStdin = new TextDecoder()
+            .decode(bytes)
+            .split(/\s+/)
+            .filter((token) => token !== '');
+          assert.deepEqual(
+            ids,
+            args.flatMap((arg) => (arg === '-' ? fromStdin : [arg])),
+          );
+          for (const leaseId of ids) assert.equal(checkLeaseId(leaseId), leaseId);
+          assert.ok(!(isTTY && args.includes('-')), 'a terminal is never read as a list of ids');
+        },
+      ),
       { numRuns: 500 },
     );
   });
 
   it('splitWhitespace gives the same tokens however the bytes are chunked', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.string({ unit: fc.oneof(trickyUnit, fc.constantFrom(' ', '\n', 'é', '€', '🦀')), maxLength: 60 }), fc.array(fc.nat(), { maxLength: 8 }), async (text, cuts) => {
-        const bytes = Buffer.from(text);
-        const tokens: string[] = [];
-        for await (const token of splitWhitespace(chunked(bytes, cuts))) tokens.push(token);
-        assert.deepEqual(tokens, new TextDecoder().decode(bytes).split(/\s+/).filter((token) => token !== ''));
-      }),
+      fc.asyncProperty(
+        fc.string({ unit: fc.oneof(trickyUnit, fc.constantFrom(' ', '\n', 'é', '€', '🦀')), maxLength: 60 }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        async (text, cuts) => {
+          const bytes = Buffer.from(text);
+          const tokens: string[] = [];
+          for await (const token of splitWhitespace(chunked(bytes, cuts))) tokens.push(token);
+          assert.deepEqual(
+            tokens,
+            new TextDecoder()
+              .decode(bytes)
+              .split(/\s+/)
+              .filter((token) => token !== ''),
+          );
+        },
+      ),
       RUNS,
     );
   });
@@ -373,21 +494,47 @@ function chunked(bytes: Buffer, cuts: number[]): AsyncIterable<Buffer> {
 // ---------------------------------------------------------------------------------------------
 
 const errorOutcome = fc
-  .tuple(trickyText, fc.string({ unit: trickyUnit, maxLength: 60 }), fc.constantFrom<'broker' | 'auth' | 'usage'>('broker', 'auth', 'usage'))
+  .tuple(
+    trickyText,
+    fc.string({ unit: trickyUnit, maxLength: 60 }),
+    fc.constantFrom<'broker' | 'auth' | 'usage'>('broker', 'auth', 'usage'),
+  )
   .map(([leaseId, message, kind]): LeaseOutcome => {
-    const error = kind === 'auth' ? new AuthError(message, 403) : kind === 'usage' ? new UsageError(message) : new BrokerError(message, false);
+    const error =
+      kind === 'auth'
+        ? new AuthError(message, 403)
+        : kind === 'usage'
+          ? new UsageError(message)
+          : new BrokerError(message, false);
     return { leaseId, code: error.exitCode, error };
   });
 
 const renewalOutcome = fc
-  .tuple(fc.oneof(documentedAnswer('L'), arrayAnswer('L')), dateHeader, fc.integer({ min: 1, max: MAX_SECONDS }), fc.integer({ min: 0, max: 4_102_444_800_000 }))
+  .tuple(
+    fc.oneof(documentedAnswer('L'), arrayAnswer('L')),
+    dateHeader,
+    fc.integer({ min: 1, max: MAX_SECONDS }),
+    fc.integer({ min: 0, max: 4_102_444_800_000 }),
+  )
   .map(([body, date, seconds, nowMs]): { outcome: LeaseOutcome; nowMs: number } => {
     const renewal = parseRenewal('L', raw(body, date), SERVER);
     const brokerClock = estimateBrokerClock(renewal, seconds, nowMs - 5, nowMs);
-    return { outcome: { leaseId: 'L', code: isHeld(renewal) ? ExitCode.Ok : ExitCode.NotHeld, renewal, brokerClock, receivedAtMs: nowMs }, nowMs };
+    return {
+      outcome: {
+        leaseId: 'L',
+        code: isHeld(renewal) ? ExitCode.Ok : ExitCode.NotHeld,
+        renewal,
+        brokerClock,
+        receivedAtMs: nowMs,
+      },
+      nowMs,
+    };
   });
 
-const anyOutcome = fc.oneof(renewalOutcome, errorOutcome.map((outcome) => ({ outcome, nowMs: Date.now() })));
+const anyOutcome = fc.oneof(
+  renewalOutcome,
+  errorOutcome.map((outcome) => ({ outcome, nowMs: Date.now() })),
+);
 
 describe('records', () => {
   it('every extend and inspect record survives JSON as it is, and a failed request never reads as held', () => {
@@ -404,7 +551,8 @@ describe('records', () => {
           assert.equal(inspect.held, null);
         } else {
           assert.equal(inspect.live, outcome.renewal.result.renewed > 0);
-          if (inspect.remainingMs !== null) assert.ok(Number.isInteger(inspect.remainingMs) && inspect.remainingMs >= 0);
+          if (inspect.remainingMs !== null)
+            assert.ok(Number.isInteger(inspect.remainingMs) && inspect.remainingMs >= 0);
         }
       }),
       { numRuns: 1000 },
@@ -413,18 +561,32 @@ describe('records', () => {
 
   it('-o json, ndjson and yaml parse back to the records, for one lease or many', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(anyOutcome, { minLength: 1, maxLength: 5 }), fc.constantFrom('json', 'ndjson', 'yaml'), fc.boolean(), async (outcomes, format, inspect) => {
-        const records = outcomes.map(({ outcome, nowMs }) => (inspect ? inspectRecord(outcome, nowMs) : extendRecord(outcome)));
-        const single = records.length === 1;
-        const stream = new Collector();
-        const sink = await recordSink<object>(stream, format, single);
-        for (const record of records) await sink.add(record);
-        await sink.end();
-        const parsed: unknown =
-          format === 'ndjson' ? stream.text.trimEnd().split('\n').map((line) => JSON.parse(line)) : format === 'json' ? JSON.parse(stream.text) : parseYaml(stream.text);
-        const expected = JSON.parse(JSON.stringify(records)) as unknown[];
-        assert.deepEqual(single && format !== 'ndjson' ? [parsed] : parsed, expected);
-      }),
+      fc.asyncProperty(
+        fc.array(anyOutcome, { minLength: 1, maxLength: 5 }),
+        fc.constantFrom('json', 'ndjson', 'yaml'),
+        fc.boolean(),
+        async (outcomes, format, inspect) => {
+          const records = outcomes.map(({ outcome, nowMs }) =>
+            inspect ? inspectRecord(outcome, nowMs) : extendRecord(outcome),
+          );
+          const single = records.length === 1;
+          const stream = new Collector();
+          const sink = await recordSink<object>(stream, format, single);
+          for (const record of records) await sink.add(record);
+          await sink.end();
+          const parsed: unknown =
+            format === 'ndjson'
+              ? stream.text
+                  .trimEnd()
+                  .split('\n')
+                  .map((line) => JSON.parse(line))
+              : format === 'json'
+                ? JSON.parse(stream.text)
+                : parseYaml(stream.text);
+          const expected = JSON.parse(JSON.stringify(records)) as unknown[];
+          assert.deepEqual(single && format !== 'ndjson' ? [parsed] : parsed, expected);
+        },
+      ),
       { numRuns: 300 },
     );
   });

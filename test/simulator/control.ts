@@ -3,15 +3,7 @@
  * runs the simulator in another process (main.ts). It mirrors the in-process `Simulator` methods
  * of the same names; every method is async because each is one HTTP call.
  */
-import type {
-  LeaseSpec,
-  LeaseView,
-  LogEntry,
-  Shape,
-  SimulatorStats,
-  TokenGrant,
-  WireFault,
-} from './simulator.js';
+import type { LeaseSpec, LeaseView, LogEntry, Shape, SimulatorStats, TokenGrant, WireFault } from './simulator.js';
 
 export interface ControlConfig {
   shape?: Shape;

@@ -61,7 +61,12 @@ function parseOptions(argv: string[]): SimulatorOptions {
   if (values.shape !== undefined) opts.shape = shape(values.shape);
   if (values.token !== undefined) opts.tokens = Object.fromEntries(values.token.map(token));
   if (values['clock-offset'] !== undefined) {
-    opts.clockOffsetMs = integer('--clock-offset', values['clock-offset'], -Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+    opts.clockOffsetMs = integer(
+      '--clock-offset',
+      values['clock-offset'],
+      -Number.MAX_SAFE_INTEGER,
+      Number.MAX_SAFE_INTEGER,
+    );
   }
   if (values['no-log'] === true) opts.logLimit = 0;
   return opts;

@@ -192,8 +192,7 @@ const CORS_HEADERS: Readonly<Record<string, string>> = {
   'Access-Control-Allow-Headers': 'Content-Type, Authorization',
 };
 /** The recorded answer to a GET on the extend route (uWebSockets' own 404). */
-const HTML_NOT_FOUND =
-  '<html><body><h1>File Not Found</h1><hr><i>uWebSockets/20 Server</i></body></html>';
+const HTML_NOT_FOUND = '<html><body><h1>File Not Found</h1><hr><i>uWebSockets/20 Server</i></body></html>';
 
 // ---------------------------------------------------------------------------------------------
 // Formatting
@@ -255,7 +254,7 @@ function tryParseJson(text: string): { ok: true; value: unknown } | { ok: false;
 export function documentedSeconds(body: string): number {
   const parsed = tryParseJson(body);
   if (!parsed.ok || !isRecord(parsed.value)) return DEFAULT_EXTEND_SECONDS;
-  const seconds = parsed.value['seconds'];
+  const seconds = parsed.value.seconds;
   if (typeof seconds !== 'number') return DEFAULT_EXTEND_SECONDS;
   return Math.max(1, Math.floor(seconds));
 }
@@ -292,7 +291,7 @@ export function arraySeconds(body: string): ArraySeconds {
     return { ok: false, status: 500, error };
   }
   if (!('seconds' in value)) return { ok: true, seconds: DEFAULT_EXTEND_SECONDS };
-  const seconds = value['seconds'];
+  const seconds = value.seconds;
   if (typeof seconds !== 'number') {
     const error = `[json.exception.type_error.302] type must be number, but is ${jsonTypeName(seconds)}`;
     return { ok: false, status: 500, error };
@@ -404,10 +403,8 @@ function optional<T>(
 const isString = (v: unknown): v is string => typeof v === 'string';
 const isFiniteNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 const isPositiveInt = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 1;
-const isStatus = (v: unknown): v is number =>
-  Number.isInteger(v) && (v as number) >= 100 && (v as number) <= 599;
-const isStringRecord = (v: unknown): v is Record<string, string> =>
-  isRecord(v) && Object.values(v).every(isString);
+const isStatus = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 100 && (v as number) <= 599;
+const isStringRecord = (v: unknown): v is Record<string, string> => isRecord(v) && Object.values(v).every(isString);
 
 interface MintPlan {
   leaseId: string | undefined;
@@ -421,7 +418,7 @@ function parseLeaseSpec(spec: unknown): MintPlan {
   const tenant = optional(spec, 'tenant', isString, 'a string');
   const leaseId = optional(spec, 'leaseId', isString, 'a string');
   if (leaseId === '') fail('leaseId must not be empty');
-  const partitions = spec['partitions'] ?? 1;
+  const partitions = spec.partitions ?? 1;
   let entries: unknown[];
   if (Array.isArray(partitions)) entries = partitions;
   else if (isPositiveInt(partitions)) entries = Array.from({ length: partitions }, () => ({}));
@@ -446,25 +443,25 @@ export function parseFault(value: unknown, allowFunctionBody = false): Fault {
   const times = optional(value, 'times', isPositiveInt, 'a positive integer');
   const leaseId = optional(value, 'leaseId', isString, 'a string');
   const common = { ...(times !== undefined && { times }), ...(leaseId !== undefined && { leaseId }) };
-  switch (value['kind']) {
+  switch (value.kind) {
     case 'latency': {
-      const ms = value['ms'];
+      const ms = value.ms;
       if (!isFiniteNumber(ms) || ms < 0) fail('ms must be a number ≥ 0');
       return { ...common, kind: 'latency', ms };
     }
     case 'drop':
     case 'reset-mid-body':
     case 'hang':
-      return { ...common, kind: value['kind'] };
+      return { ...common, kind: value.kind };
     case 'status': {
-      const status = value['status'];
+      const status = value.status;
       if (!isStatus(status)) fail('status must be an integer 100..599');
       const body = optional(value, 'body', isString, 'a string');
       const headers = optional(value, 'headers', isStringRecord, 'an object of strings');
       return { ...common, kind: 'status', status, ...(body !== undefined && { body }), ...(headers && { headers }) };
     }
     case 'body': {
-      const raw = value['body'];
+      const raw = value.body;
       let body: string | (() => string);
       if (typeof raw === 'string') body = raw;
       else if (allowFunctionBody && typeof raw === 'function') body = raw as () => string;
@@ -493,9 +490,9 @@ function parseTokens(value: unknown): Map<string, TokenGrant> | null {
   if (!isRecord(value)) fail('tokens must be an object or null');
   const tokens = new Map<string, TokenGrant>();
   for (const [token, grant] of Object.entries(value)) {
-    if (!isRecord(grant) || !isString(grant['role'])) fail(`tokens.${token}.role must be a string`);
+    if (!isRecord(grant) || !isString(grant.role)) fail(`tokens.${token}.role must be a string`);
     const tenant = optional(grant, 'tenant', isString, 'a string');
-    tokens.set(token, { role: grant['role'], ...(tenant !== undefined && { tenant }) });
+    tokens.set(token, { role: grant.role, ...(tenant !== undefined && { tenant }) });
   }
   return tokens;
 }
@@ -567,7 +564,9 @@ class BrokerSimulator implements Simulator {
     const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
       this.handle(req, res).catch((err: unknown) => this.answerCrash(res, err));
     };
-    this.server = opts.tls ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : http.createServer(handler);
+    this.server = opts.tls
+      ? https.createServer({ key: opts.tls.key, cert: opts.tls.cert }, handler)
+      : http.createServer(handler);
     // The real broker keeps connections open (BROKER-FACTS.md); Node's 5 s default would close
     // idle ones under a client that is about to reuse them (seen in the benchmark's pauses).
     this.server.keepAliveTimeout = 120_000;
@@ -950,7 +949,9 @@ class BrokerSimulator implements Simulator {
         return jsonReply(201, this.leaseWire(leaseId));
       }
       case 'GET leases/:id':
-        return this.leases.has(id ?? '') ? jsonReply(200, this.leaseWire(id ?? '')) : jsonReply(404, { error: 'no such lease' });
+        return this.leases.has(id ?? '')
+          ? jsonReply(200, this.leaseWire(id ?? ''))
+          : jsonReply(404, { error: 'no such lease' });
       case 'DELETE leases/:id':
         return this.release(id ?? '') ? emptyReply(204) : jsonReply(404, { error: 'no such lease' });
       case 'POST leases/:id/expire':

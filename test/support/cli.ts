@@ -27,7 +27,8 @@ export interface CliOptions {
 export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('QUEEN_') && key !== 'NO_COLOR' && key !== 'FORCE_COLOR' && !key.startsWith('NODE_TEST')) env[key] = value;
+    if (!key.startsWith('QUEEN_') && key !== 'NO_COLOR' && key !== 'FORCE_COLOR' && !key.startsWith('NODE_TEST'))
+      env[key] = value;
   }
   env.HOME = EMPTY_HOME;
   for (const [key, value] of Object.entries(extra)) {

@@ -19,10 +19,14 @@ export class FakeClock implements Clock {
       if (signal?.aborted) return reject(signal.reason);
       const timer = { at: this.current + ms, resolve };
       this.timers.push(timer);
-      signal?.addEventListener('abort', () => {
-        this.timers = this.timers.filter((t) => t !== timer);
-        reject(signal.reason);
-      }, { once: true });
+      signal?.addEventListener(
+        'abort',
+        () => {
+          this.timers = this.timers.filter((t) => t !== timer);
+          reject(signal.reason);
+        },
+        { once: true },
+      );
     });
   }
 
@@ -57,7 +61,9 @@ export function stdinOf(text: string | null, isTTY = false): StdinLike {
   );
 }
 
-export function bufferIO(options: { stdin?: string | null; tty?: boolean; quiet?: boolean } = {}): IO & { stdout: Collector; stderr: Collector } {
+export function bufferIO(
+  options: { stdin?: string | null; tty?: boolean; quiet?: boolean } = {},
+): IO & { stdout: Collector; stderr: Collector } {
   return {
     stdout: new Collector(options.tty ?? false),
     stderr: new Collector(options.tty ?? false),

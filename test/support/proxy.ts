@@ -21,7 +21,13 @@ export async function startProxy(divert?: { host: string; port: number }): Promi
     targets.push(req.url ?? '');
     const target = new URL(req.url ?? '');
     const upstream = http.request(
-      { host: divert?.host ?? target.hostname, port: divert?.port ?? target.port, path: target.pathname + target.search, method: req.method, headers: req.headers },
+      {
+        host: divert?.host ?? target.hostname,
+        port: divert?.port ?? target.port,
+        path: target.pathname + target.search,
+        method: req.method,
+        headers: req.headers,
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);

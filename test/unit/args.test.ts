@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkLeaseId, formatDuration, leaseIdSource, parseDuration, parseSeconds, splitWhitespace } from '../../src/args.js';
+import {
+  checkLeaseId,
+  formatDuration,
+  leaseIdSource,
+  parseDuration,
+  parseSeconds,
+  splitWhitespace,
+} from '../../src/args.js';
 import { UsageError } from '../../src/exit.js';
 import { stdinOf } from '../support/fakes.js';
 
@@ -22,10 +29,18 @@ describe('--seconds', () => {
 });
 
 describe('durations', () => {
-  const cases: Array<[string, number]> = [['250ms', 250], ['30s', 30_000], ['2m', 120_000], ['1h', 3_600_000], ['10', 10_000], ['1.5', 1500]];
+  const cases: Array<[string, number]> = [
+    ['250ms', 250],
+    ['30s', 30_000],
+    ['2m', 120_000],
+    ['1h', 3_600_000],
+    ['10', 10_000],
+    ['1.5', 1500],
+  ];
   for (const [text, ms] of cases) it(`${text} is ${ms} ms`, () => assert.equal(parseDuration(text, '--every'), ms));
   for (const bad of ['', '0', '0s', '-1s', '1d', 'soon', '1 h', '999999999h']) {
-    it(`rejects ${JSON.stringify(bad)}`, () => assert.throws(() => parseDuration(bad, '--every'), /--every takes a duration/));
+    it(`rejects ${JSON.stringify(bad)}`, () =>
+      assert.throws(() => parseDuration(bad, '--every'), /--every takes a duration/));
   }
   it('formats for people', () => {
     assert.equal(formatDuration(118_250), '1m58s');
@@ -37,7 +52,8 @@ describe('durations', () => {
 
 describe('lease ids', () => {
   for (const bad of ['', '   ', 'a\u0000b', 'line\nbreak', 'bell\u0007', 'x'.repeat(10_000)]) {
-    it(`rejects ${JSON.stringify(bad.slice(0, 12))} (length ${bad.length})`, () => assert.throws(() => checkLeaseId(bad), UsageError));
+    it(`rejects ${JSON.stringify(bad.slice(0, 12))} (length ${bad.length})`, () =>
+      assert.throws(() => checkLeaseId(bad), UsageError));
   }
   for (const odd of ['a/b', 'a?b#c', '%2F', '..x', 'has space', 'ünïcode']) {
     it(`accepts ${JSON.stringify(odd)}: it travels percent-encoded`, () => assert.equal(checkLeaseId(odd), odd));
@@ -57,7 +73,16 @@ describe('lease ids', () => {
   it('splits tokens across chunk boundaries, multibyte characters included', async () => {
     const bytes = Buffer.from('abc déf\nghi');
     const chunks = [bytes.subarray(0, 2), bytes.subarray(2, 6), bytes.subarray(6)];
-    assert.deepEqual(await collect(splitWhitespace((async function* () { yield* chunks; })())), ['abc', 'déf', 'ghi']);
+    assert.deepEqual(
+      await collect(
+        splitWhitespace(
+          (async function* () {
+            yield* chunks;
+          })(),
+        ),
+      ),
+      ['abc', 'déf', 'ghi'],
+    );
   });
 
   it('- with empty stdin is a usage error', async () => {
@@ -69,7 +94,10 @@ describe('lease ids', () => {
   });
 
   it('a control character on stdin is a usage error naming its position', async () => {
-    await assert.rejects(collect(leaseIdSource(['-'], stdinOf('good bad\u0001id')).ids), /lease id #2 on standard input/);
+    await assert.rejects(
+      collect(leaseIdSource(['-'], stdinOf('good bad\u0001id')).ids),
+      /lease id #2 on standard input/,
+    );
   });
 
   it('rejects no ids, two -, and a bad argument before reading stdin', () => {

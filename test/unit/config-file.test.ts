@@ -16,9 +16,8 @@ import { usageError } from '../support/shared.js';
 
 const scratch = (): string => mkdtempSync(join(tmpdir(), 'queenctl-config-'));
 
-
 describe('reading the config file', () => {
-  it('reads the Go queenctl\'s example as it is', async () => {
+  it("reads the Go queenctl's example as it is", async () => {
     const config = await parseConfig('/x/config.yaml', GO_EXAMPLE);
     assert.equal(config.currentContext, 'prod');
     assert.deepEqual(config.contexts, [
@@ -42,7 +41,9 @@ describe('reading the config file', () => {
   });
 
   it('malformed YAML is a usage error naming the file and the line', async () => {
-    const error = await usageError(parseConfig('/home/op/.queen/config.yaml', 'current-context: prod\ncontexts:\n  - name: [prod\n    server: x\n'));
+    const error = await usageError(
+      parseConfig('/home/op/.queen/config.yaml', 'current-context: prod\ncontexts:\n  - name: [prod\n    server: x\n'),
+    );
     assert.match(error.message, /^the config file \/home\/op\/\.queen\/config\.yaml:\d+ is not valid YAML/);
     assert.equal(error.exitCode, 1);
   });
@@ -81,11 +82,21 @@ ${GO_EXAMPLE}  - name: staging
     assert.equal(config.setContext('new', { server: 'https://new:6632', 'token-ref': 'env' }), true);
     await config.save();
     const text = readFileSync(path, 'utf8');
-    for (const kept of ['# Written by hand; keep these notes.', 'owner: platform-team # who to ask', '# or: env | file:///abs/path | literal:<token>', 'x-go-only: kept # a key queenctl does not know', 'token-ref: keychain://prod', 'current-context: prod']) {
+    for (const kept of [
+      '# Written by hand; keep these notes.',
+      'owner: platform-team # who to ask',
+      '# or: env | file:///abs/path | literal:<token>',
+      'x-go-only: kept # a key queenctl does not know',
+      'token-ref: keychain://prod',
+      'current-context: prod',
+    ]) {
       assert.ok(text.includes(kept), `kept ${JSON.stringify(kept)} in:\n${text}`);
     }
     const reread = await readConfigFile(path);
-    assert.deepEqual(reread.contexts.map((entry) => entry.name), ['prod', 'local', 'staging', 'new']);
+    assert.deepEqual(
+      reread.contexts.map((entry) => entry.name),
+      ['prod', 'local', 'staging', 'new'],
+    );
     assert.equal(reread.contexts[1]?.server, 'http://127.0.0.1:7000');
     assert.deepEqual(reread.contexts[3], { name: 'new', server: 'https://new:6632', 'token-ref': 'env' });
   });
@@ -103,7 +114,10 @@ ${GO_EXAMPLE}  - name: staging
     assert.ok(text.includes('# Written by hand; keep these notes.'));
     const reread = await readConfigFile(path);
     assert.equal(reread.currentContext, 'staging');
-    assert.deepEqual(reread.contexts.map((entry) => entry.name), ['prod', 'staging']);
+    assert.deepEqual(
+      reread.contexts.map((entry) => entry.name),
+      ['prod', 'staging'],
+    );
   });
 
   it('an unknown context name is refused with the known ones listed, and nothing is written', async () => {
@@ -111,7 +125,13 @@ ${GO_EXAMPLE}  - name: staging
     writeFileSync(path, GO_EXAMPLE);
     const config = await EditableConfig.load(path);
     for (const change of [() => config.useContext('prdo'), () => config.deleteContext('prdo')]) {
-      assert.throws(change, (error: unknown) => error instanceof UsageError && /no context named "prdo"/.test(error.message) && /prod, local/.test(error.hint ?? ''));
+      assert.throws(
+        change,
+        (error: unknown) =>
+          error instanceof UsageError &&
+          /no context named "prdo"/.test(error.message) &&
+          /prod, local/.test(error.hint ?? ''),
+      );
     }
     assert.equal(readFileSync(path, 'utf8'), GO_EXAMPLE);
   });
@@ -133,7 +153,7 @@ ${GO_EXAMPLE}  - name: staging
     assert.deepEqual(readdirSync(join(home, '.queen')), ['config.yaml']);
   });
 
-  it('replaces a symlinked file\'s target and keeps the link (dotfiles repositories)', async () => {
+  it("replaces a symlinked file's target and keeps the link (dotfiles repositories)", async () => {
     const directory = scratch();
     const target = join(directory, 'dotfiles-config.yaml');
     const link = join(directory, 'config.yaml');
@@ -159,8 +179,22 @@ describe('redaction', () => {
     assert.equal(redactTokenRef('literal:eyJhbGciOi.abc.def'), 'literal:[redacted]');
     for (const ref of ['env', 'file:///etc/queen/token', 'keychain://prod']) assert.equal(redactTokenRef(ref), ref);
     assert.deepEqual(
-      redactData({ contexts: [{ name: 'a', 'token-ref': 'literal:s3cret', token: 's3cret', 'api-key': 'k', server: 'https://u:pw@h:1' }] }),
-      { contexts: [{ name: 'a', 'token-ref': 'literal:[redacted]', token: '[redacted]', 'api-key': '[redacted]', server: 'https://u:[redacted]@h:1' }] },
+      redactData({
+        contexts: [
+          { name: 'a', 'token-ref': 'literal:s3cret', token: 's3cret', 'api-key': 'k', server: 'https://u:pw@h:1' },
+        ],
+      }),
+      {
+        contexts: [
+          {
+            name: 'a',
+            'token-ref': 'literal:[redacted]',
+            token: '[redacted]',
+            'api-key': '[redacted]',
+            server: 'https://u:[redacted]@h:1',
+          },
+        ],
+      },
     );
   });
 });

@@ -34,21 +34,53 @@ contexts:
 `,
 );
 
-const resolve = (flags: ConnectionFlags, env: NodeJS.ProcessEnv = {}, runSecretTool?: SecretToolRunner, platform: NodeJS.Platform = 'linux') =>
-  resolveConnection({ config: configPath, ...flags }, { HOME: directory, ...env }, { platform, ...(runSecretTool ? { runSecretTool } : {}) });
-
+const resolve = (
+  flags: ConnectionFlags,
+  env: NodeJS.ProcessEnv = {},
+  runSecretTool?: SecretToolRunner,
+  platform: NodeJS.Platform = 'linux',
+) =>
+  resolveConnection(
+    { config: configPath, ...flags },
+    { HOME: directory, ...env },
+    { platform, ...(runSecretTool ? { runSecretTool } : {}) },
+  );
 
 describe('precedence: file, QUEEN_CONTEXT, --context, env, flags', () => {
   const cases: Array<[string, ConnectionFlags, NodeJS.ProcessEnv, string, string | undefined]> = [
-    ['the file\'s current-context', {}, {}, 'http://a.local:6632', 'token-a'],
+    ["the file's current-context", {}, {}, 'http://a.local:6632', 'token-a'],
     ['QUEEN_CONTEXT over the file', {}, { QUEEN_CONTEXT: 'b' }, 'https://b.internal:6632', 'token-b'],
     ['--context over QUEEN_CONTEXT', { context: 'a' }, { QUEEN_CONTEXT: 'b' }, 'http://a.local:6632', 'token-a'],
-    ['QUEEN_SERVER over the context, keeping its token', { context: 'b' }, { QUEEN_SERVER: 'http://localhost:9' }, 'http://localhost:9', 'token-b'],
-    ['QUEEN_TOKEN over the context\'s token', {}, { QUEEN_TOKEN: 'token-env' }, 'http://a.local:6632', 'token-env'],
-    ['--server over QUEEN_SERVER, keeping the context\'s token', { server: 'http://localhost:8' }, { QUEEN_SERVER: 'http://localhost:9' }, 'http://localhost:8', 'token-a'],
-    ['--token over QUEEN_TOKEN', { token: 'token-flag' }, { QUEEN_TOKEN: 'token-env' }, 'http://a.local:6632', 'token-flag'],
+    [
+      'QUEEN_SERVER over the context, keeping its token',
+      { context: 'b' },
+      { QUEEN_SERVER: 'http://localhost:9' },
+      'http://localhost:9',
+      'token-b',
+    ],
+    ["QUEEN_TOKEN over the context's token", {}, { QUEEN_TOKEN: 'token-env' }, 'http://a.local:6632', 'token-env'],
+    [
+      "--server over QUEEN_SERVER, keeping the context's token",
+      { server: 'http://localhost:8' },
+      { QUEEN_SERVER: 'http://localhost:9' },
+      'http://localhost:8',
+      'token-a',
+    ],
+    [
+      '--token over QUEEN_TOKEN',
+      { token: 'token-flag' },
+      { QUEEN_TOKEN: 'token-env' },
+      'http://a.local:6632',
+      'token-flag',
+    ],
     ['--token-file over QUEEN_TOKEN', { tokenFile }, { QUEEN_TOKEN: 'token-env' }, 'http://a.local:6632', 'token-b'],
-    ['empty variables count as unset', {}, { QUEEN_CONTEXT: '', QUEEN_SERVER: ' ', QUEEN_TOKEN: '' }, 'http://a.local:6632', 'token-a'],
+    [
+      'empty variables count as unset',
+      {},
+      { QUEEN_CONTEXT: '', QUEEN_SERVER: ' ', QUEEN_TOKEN: '' },
+      'http://a.local:6632',
+      'token-a',
+    ],
   ];
   for (const [name, flags, env, server, token] of cases) {
     it(name, async () => {
@@ -106,7 +138,7 @@ describe('tokens', () => {
     await usageError(resolve({ token: 't', tokenFile }));
   });
 
-  it('keychain:// asks the platform\'s tool for service and account (go-keyring\'s attributes)', async () => {
+  it("keychain:// asks the platform's tool for service and account (go-keyring's attributes)", async () => {
     const calls: Array<[string, string[]]> = [];
     const runner: SecretToolRunner = async (file, args) => {
       calls.push([file, args]);
@@ -121,10 +153,14 @@ describe('tokens', () => {
   });
 
   it('keychain:// without the tool, without the item, or on another platform: what to do instead', async () => {
-    const missing = await usageError(resolve({ context: 'vault' }, {}, async () => ({ code: null, stdout: '', stderr: '' })));
+    const missing = await usageError(
+      resolve({ context: 'vault' }, {}, async () => ({ code: null, stdout: '', stderr: '' })),
+    );
     assert.match(missing.message, /needs `secret-tool`, and it is not installed/);
     assert.match(missing.hint ?? '', /libsecret-tools.*file:\/\/\/abs\/path.*env.*--token-file/);
-    const absent = await usageError(resolve({ context: 'vault' }, {}, async () => ({ code: 1, stdout: '', stderr: '' })));
+    const absent = await usageError(
+      resolve({ context: 'vault' }, {}, async () => ({ code: 1, stdout: '', stderr: '' })),
+    );
     assert.match(absent.message, /found no such item \(service ops, account queen-prod\)/);
     assert.match(absent.hint ?? '', /secret-tool store/);
     const windows = await usageError(resolve({ context: 'vault' }, {}, undefined, 'win32'));
@@ -138,7 +174,10 @@ describe('servers and warnings', () => {
     assert.deepEqual(parseServers('https://a:1/, https://b:2,https://a:1', '--server'), ['https://a:1', 'https://b:2']);
     assert.throws(() => parseServers('https://a:1,,https://b:2', '--server'), /empty entry/);
     assert.throws(() => parseServers('ftp://a', '--server'), /http:\/\/ or https:\/\//);
-    assert.throws(() => parseServers('https://user:hunter2@a:1', '--server'), (error: unknown) => error instanceof UsageError && !error.message.includes('hunter2'));
+    assert.throws(
+      () => parseServers('https://user:hunter2@a:1', '--server'),
+      (error: unknown) => error instanceof UsageError && !error.message.includes('hunter2'),
+    );
   });
 
   it('warns when a token goes over plain http to a host that is not loopback', async () => {
@@ -146,13 +185,22 @@ describe('servers and warnings', () => {
     assert.equal(remote.warnings.length, 1);
     assert.match(remote.warnings[0] ?? '', /bearer token goes over plain http to a\.local:6632/);
     assert.deepEqual((await resolve({ context: 'a', server: 'http://127.0.0.1:6632' })).warnings, []);
-    assert.deepEqual((await resolve({ server: 'http://a.local:6632', config: join(directory, 'none.yaml') })).warnings, [], 'no token, nothing to leak');
-    for (const host of ['localhost', '127.0.0.1', '127.8.9.10', '[::1]', 'queen.localhost']) assert.ok(isLoopbackHost(host), host);
-    for (const host of ['10.0.0.1', 'localhost.example.com', '128.0.0.1', 'queen']) assert.ok(!isLoopbackHost(host), host);
+    assert.deepEqual(
+      (await resolve({ server: 'http://a.local:6632', config: join(directory, 'none.yaml') })).warnings,
+      [],
+      'no token, nothing to leak',
+    );
+    for (const host of ['localhost', '127.0.0.1', '127.8.9.10', '[::1]', 'queen.localhost'])
+      assert.ok(isLoopbackHost(host), host);
+    for (const host of ['10.0.0.1', 'localhost.example.com', '128.0.0.1', 'queen'])
+      assert.ok(!isLoopbackHost(host), host);
   });
 
-  it('--insecure (or a context\'s insecure: true) warns, for https only', async () => {
-    assert.match((await resolve({ context: 'b', insecure: true })).warnings.join('\n'), /--insecure: the TLS certificate of b\.internal:6632 is not verified/);
+  it("--insecure (or a context's insecure: true) warns, for https only", async () => {
+    assert.match(
+      (await resolve({ context: 'b', insecure: true })).warnings.join('\n'),
+      /--insecure: the TLS certificate of b\.internal:6632 is not verified/,
+    );
     assert.deepEqual((await resolve({ context: 'b' })).warnings, []);
   });
 
@@ -163,6 +211,9 @@ describe('servers and warnings', () => {
     assert.match(text, /server https:\/\/b\.internal:6632 from context "b"/);
     assert.match(text, /token from the token-ref of context "b"/);
     assert.ok(!text.includes('token-b'));
-    assert.ok(!(await resolve({ context: 'a' })).notes.join('\n').includes('token-a'), 'a literal ref is not shown either');
+    assert.ok(
+      !(await resolve({ context: 'a' })).notes.join('\n').includes('token-a'),
+      'a literal ref is not shown either',
+    );
   });
 });

@@ -48,7 +48,11 @@ describe('parseRenewal: the documented object', () => {
   });
 
   it('renewed 0 is not held even when success says true', () => {
-    const renewal = parseRenewal(ID, ok(documented({ renewed: 0, success: true, newExpiresAt: null, expiresAt: null, lease_expires_at: null })), SERVER);
+    const renewal = parseRenewal(
+      ID,
+      ok(documented({ renewed: 0, success: true, newExpiresAt: null, expiresAt: null, lease_expires_at: null })),
+      SERVER,
+    );
     assert.equal(isHeld(renewal), false);
     assert.equal(renewal.result.success, true, 'success is printed as sent');
   });
@@ -58,7 +62,11 @@ describe('parseRenewal: the documented object', () => {
   });
 
   it('a failed renewal with nulls is not held', () => {
-    const renewal = parseRenewal(ID, ok(documented({ success: false, renewed: 0, newExpiresAt: null, expiresAt: null, lease_expires_at: null })), SERVER);
+    const renewal = parseRenewal(
+      ID,
+      ok(documented({ success: false, renewed: 0, newExpiresAt: null, expiresAt: null, lease_expires_at: null })),
+      SERVER,
+    );
     assert.equal(isHeld(renewal), false);
     assert.equal(renewal.expiresAtMs, null);
   });
@@ -83,7 +91,10 @@ describe('parseRenewal: the documented object', () => {
   ];
   for (const [name, body] of outside) {
     it(`rejects ${name} as a broker error, never a renewal`, () => {
-      assert.throws(() => parseRenewal(ID, ok(body), SERVER), (error) => error instanceof BrokerError && !error.transient);
+      assert.throws(
+        () => parseRenewal(ID, ok(body), SERVER),
+        (error) => error instanceof BrokerError && !error.transient,
+      );
     });
   }
 
@@ -155,20 +166,29 @@ describe('parseRenewal: the older array shape (BROKER-FACTS.md)', () => {
   });
 
   it('rejects an array without our lease id', () => {
-    assert.throws(() => parseRenewal(ID, ok([{ error: null, expiresAt: T, index: 0, leaseId: 'other', success: true }]), SERVER), BrokerError);
+    assert.throws(
+      () => parseRenewal(ID, ok([{ error: null, expiresAt: T, index: 0, leaseId: 'other', success: true }]), SERVER),
+      BrokerError,
+    );
   });
 
   it('rejects success without an expiry', () => {
-    assert.throws(() => parseRenewal(ID, ok([{ error: null, expiresAt: null, index: 0, leaseId: ID, success: true }]), SERVER), BrokerError);
+    assert.throws(
+      () => parseRenewal(ID, ok([{ error: null, expiresAt: null, index: 0, leaseId: ID, success: true }]), SERVER),
+      BrokerError,
+    );
   });
 
-  it('maps the recorded 401 and 403 to auth errors with the broker\'s words', () => {
+  it("maps the recorded 401 and 403 to auth errors with the broker's words", () => {
     for (const title of ['3e no token', '3e read-only token (role=read-only)', '3e token signed with wrong secret']) {
       const answer = answers.get(title);
       assert.ok(answer, title);
       assert.throws(
         () => parseRenewal('nope', answer, SERVER),
-        (error) => error instanceof AuthError && error.exitCode === 3 && /Authentication required|Insufficient permissions|invalid signature/.test(error.message),
+        (error) =>
+          error instanceof AuthError &&
+          error.exitCode === 3 &&
+          /Authentication required|Insufficient permissions|invalid signature/.test(error.message),
       );
     }
   });
@@ -176,7 +196,10 @@ describe('parseRenewal: the older array shape (BROKER-FACTS.md)', () => {
   it('maps the recorded 404 of a GET to "is it a Queen broker?"', () => {
     const answer = answers.get('extra: GET on the route');
     assert.ok(answer);
-    assert.throws(() => parseRenewal(ID, answer, SERVER), (error) => error instanceof BrokerError && /Queen broker/.test(error.message));
+    assert.throws(
+      () => parseRenewal(ID, answer, SERVER),
+      (error) => error instanceof BrokerError && /Queen broker/.test(error.message),
+    );
   });
 });
 
@@ -193,7 +216,10 @@ describe('parseRenewal: statuses and what is retried', () => {
   ];
   for (const [name, answer, transient] of cases) {
     it(`${name} is a broker error, ${transient ? '' : 'not '}retried`, () => {
-      assert.throws(() => parseRenewal(ID, answer, SERVER), (error) => error instanceof BrokerError && error.transient === transient);
+      assert.throws(
+        () => parseRenewal(ID, answer, SERVER),
+        (error) => error instanceof BrokerError && error.transient === transient,
+      );
     });
   }
 

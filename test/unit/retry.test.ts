@@ -46,9 +46,21 @@ describe('withRetries', () => {
   });
 
   it('backs off exponentially with jitter, capped', () => {
-    assert.equal(backoffMs(1, policy, () => 0), 100);
-    assert.equal(backoffMs(1, policy, () => 1), 200);
-    assert.equal(backoffMs(3, policy, () => 1), 800);
-    assert.equal(backoffMs(20, policy, () => 1), 5000);
+    assert.equal(
+      backoffMs(1, policy, () => 0),
+      100,
+    );
+    assert.equal(
+      backoffMs(1, policy, () => 1),
+      200,
+    );
+    assert.equal(
+      backoffMs(3, policy, () => 1),
+      800,
+    );
+    assert.equal(
+      backoffMs(20, policy, () => 1),
+      5000,
+    );
   });
 });

@@ -16,11 +16,18 @@ export async function runCurrentContext(runtime: LocalRuntime): Promise<ExitCode
   if (!chosen) {
     throw new UsageError(
       `no context is chosen: ${config.exists ? `${config.path} has no current-context` : `there is no config file at ${config.path}`}, and neither --context nor QUEEN_CONTEXT is set`,
-      config.contexts.length > 0 ? `choose one with: queenctl config use-context <name> (${knownContexts(config)})` : knownContexts(config),
+      config.contexts.length > 0
+        ? `choose one with: queenctl config use-context <name> (${knownContexts(config)})`
+        : knownContexts(config),
     );
   }
   if (!config.contexts.some((entry) => entry.name === chosen.name) && !io.quiet) {
-    await write(io.stderr, warningMessage(`${chosen.how} names ${JSON.stringify(chosen.name)}, which is not a context of ${config.path}: lease commands will stop with an error`));
+    await write(
+      io.stderr,
+      warningMessage(
+        `${chosen.how} names ${JSON.stringify(chosen.name)}, which is not a context of ${config.path}: lease commands will stop with an error`,
+      ),
+    );
   }
   // The bare name unless -o asks for more, even in a pipe: it is what scripts expect.
   const asked = runtime.flags.output;

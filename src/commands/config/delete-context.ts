@@ -16,7 +16,8 @@ export async function runDeleteContext(options: DeleteContextOptions, runtime: L
   const wasCurrent = config.config.currentContext === options.name;
   config.deleteContext(options.name);
   await config.save();
-  if (!io.quiet) await write(io.stdout, `Deleted context ${JSON.stringify(options.name)} from ${config.config.path}.\n`);
+  if (!io.quiet)
+    await write(io.stdout, `Deleted context ${JSON.stringify(options.name)} from ${config.config.path}.\n`);
   if (wasCurrent) {
     // Left as it is (the Go queenctl and kubectl do the same): commands stop with an error
     // rather than quietly fall back to another broker.

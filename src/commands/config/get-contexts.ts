@@ -42,11 +42,27 @@ export async function runGetContexts(runtime: LocalRuntime): Promise<ExitCode> {
   const records = config.contexts.map((entry) => contextRecord(entry, entry.name === chosen?.name));
   if (!io.quiet) {
     if (!config.exists) {
-      await write(io.stderr, `queenctl: no config file at ${config.path}; create a context with: queenctl config set-context <name> --server <url>\n`);
+      await write(
+        io.stderr,
+        `queenctl: no config file at ${config.path}; create a context with: queenctl config set-context <name> --server <url>\n`,
+      );
     } else if (chosen && !records.some((record) => record.current)) {
-      await write(io.stderr, warningMessage(`${chosen.how} names the context ${JSON.stringify(chosen.name)}, which ${config.path} does not have`));
-    } else if (chosen && chosen.from !== 'file' && config.currentContext !== undefined && config.currentContext !== chosen.name) {
-      await write(io.stderr, `queenctl: ${chosen.how} chooses ${JSON.stringify(chosen.name)} over the file's current-context ${JSON.stringify(config.currentContext)}\n`);
+      await write(
+        io.stderr,
+        warningMessage(
+          `${chosen.how} names the context ${JSON.stringify(chosen.name)}, which ${config.path} does not have`,
+        ),
+      );
+    } else if (
+      chosen &&
+      chosen.from !== 'file' &&
+      config.currentContext !== undefined &&
+      config.currentContext !== chosen.name
+    ) {
+      await write(
+        io.stderr,
+        `queenctl: ${chosen.how} chooses ${JSON.stringify(chosen.name)} over the file's current-context ${JSON.stringify(config.currentContext)}\n`,
+      );
     }
   }
   if (format === null) return ExitCode.Ok;

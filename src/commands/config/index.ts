@@ -130,7 +130,9 @@ Examples:
       let program = command;
       while (program.parent) program = program.parent;
       const insecure = program.getOptionValueSource('insecure') === 'cli';
-      await globals.runLocal(command, (runtime) => runSetContext({ name, tokenRef: options.tokenRef, insecure, secure }, runtime));
+      await globals.runLocal(command, (runtime) =>
+        runSetContext({ name, tokenRef: options.tokenRef, insecure, secure }, runtime),
+      );
     });
 
   config

@@ -29,7 +29,10 @@ export function checkTokenRef(ref: string): string {
   if (ref === 'env') return ref;
   if (ref.startsWith('literal:')) {
     if (!/^[\x21-\x7e]+$/.test(ref.slice('literal:'.length))) {
-      throw new UsageError('the literal: token-ref is empty or holds spaces or line breaks (it is not shown)', 'a bearer token is the JWT alone');
+      throw new UsageError(
+        'the literal: token-ref is empty or holds spaces or line breaks (it is not shown)',
+        'a bearer token is the JWT alone',
+      );
     }
     return ref;
   }
@@ -41,7 +44,10 @@ export function checkTokenRef(ref: string): string {
       path = '';
     }
     if (!ref.startsWith('file:///') || !isAbsolute(decodeURIComponent(path))) {
-      throw new UsageError(`--token-ref ${ref} is not a file URL of an absolute path`, 'write it as file:///abs/path/to/token');
+      throw new UsageError(
+        `--token-ref ${ref} is not a file URL of an absolute path`,
+        'write it as file:///abs/path/to/token',
+      );
     }
     return ref;
   }
@@ -49,7 +55,9 @@ export function checkTokenRef(ref: string): string {
     parseKeychainRef(ref);
     return ref;
   }
-  throw new UsageError(`--token-ref ${JSON.stringify(ref)} is none of env, file:///abs/path, keychain://<name>, literal:<token>`);
+  throw new UsageError(
+    `--token-ref ${JSON.stringify(ref)} is none of env, file:///abs/path, keychain://<name>, literal:<token>`,
+  );
 }
 
 export async function runSetContext(options: SetContextOptions, runtime: LocalRuntime): Promise<ExitCode> {
@@ -79,29 +87,47 @@ export async function runSetContext(options: SetContextOptions, runtime: LocalRu
   }
   if (options.insecure) {
     changes.insecure = true;
-    warnings.push(`context ${JSON.stringify(options.name)} skips TLS verification: anyone on the network path can pose as its broker. Prefer --cacert <file>`);
+    warnings.push(
+      `context ${JSON.stringify(options.name)} skips TLS verification: anyone on the network path can pose as its broker. Prefer --cacert <file>`,
+    );
   }
   if (options.secure) changes.insecure = null;
   if (flags.cacert !== undefined) {
     if (flags.cacert === '') changes.cacert = null;
     else {
       changes.cacert = resolvePath(flags.cacert);
-      if (!(await access(changes.cacert).then(() => true, () => false))) warnings.push(`${changes.cacert} cannot be read now; commands using this context will stop until it can`);
+      if (
+        !(await access(changes.cacert).then(
+          () => true,
+          () => false,
+        ))
+      )
+        warnings.push(`${changes.cacert} cannot be read now; commands using this context will stop until it can`);
     }
   }
 
   const config = await EditableConfig.load(configPathFor(flags.config, runtime.env));
   const known = config.config.contexts.some((entry) => entry.name === options.name);
   if (known && Object.keys(changes).length === 0) {
-    if (!io.quiet) await write(io.stdout, `Context ${JSON.stringify(options.name)} unchanged: give --server, --token-ref, --insecure, --no-insecure or --cacert.\n`);
+    if (!io.quiet)
+      await write(
+        io.stdout,
+        `Context ${JSON.stringify(options.name)} unchanged: give --server, --token-ref, --insecure, --no-insecure or --cacert.\n`,
+      );
     return ExitCode.Ok;
   }
   const created = config.setContext(options.name, changes);
   await config.save();
   if (!io.quiet) {
-    await write(io.stdout, `Context ${JSON.stringify(options.name)} ${created ? 'created' : 'modified'} in ${config.config.path}.\n`);
+    await write(
+      io.stdout,
+      `Context ${JSON.stringify(options.name)} ${created ? 'created' : 'modified'} in ${config.config.path}.\n`,
+    );
     if (created && config.config.currentContext !== options.name) {
-      await write(io.stdout, `Use it with: queenctl config use-context ${options.name}   (or --context ${options.name})\n`);
+      await write(
+        io.stdout,
+        `Use it with: queenctl config use-context ${options.name}   (or --context ${options.name})\n`,
+      );
     }
   }
   for (const warning of warnings) await write(io.stderr, warningMessage(warning));

@@ -15,11 +15,17 @@ export async function runUseContext(options: UseContextOptions, runtime: LocalRu
   const config = await EditableConfig.load(configPathFor(runtime.flags.config, env));
   config.useContext(options.name);
   await config.save();
-  if (!io.quiet) await write(io.stdout, `Switched to context ${JSON.stringify(options.name)} in ${config.config.path}.\n`);
+  if (!io.quiet)
+    await write(io.stdout, `Switched to context ${JSON.stringify(options.name)} in ${config.config.path}.\n`);
   // The file changed, but in this shell the variable still decides.
   const variable = env.QUEEN_CONTEXT?.trim();
   if (variable && variable !== options.name) {
-    await write(io.stderr, warningMessage(`QUEEN_CONTEXT=${variable} is set and takes precedence here: unset it to use ${JSON.stringify(options.name)}`));
+    await write(
+      io.stderr,
+      warningMessage(
+        `QUEEN_CONTEXT=${variable} is set and takes precedence here: unset it to use ${JSON.stringify(options.name)}`,
+      ),
+    );
   }
   return ExitCode.Ok;
 }

@@ -13,7 +13,10 @@ export async function runView(runtime: LocalRuntime): Promise<ExitCode> {
   const path = configPathFor(runtime.flags.config, runtime.env);
   const text = await readConfigText(path);
   if (text === null && !io.quiet) {
-    await write(io.stderr, `queenctl: no config file at ${path} (an empty config); create one with: queenctl config set-context <name> --server <url>\n`);
+    await write(
+      io.stderr,
+      `queenctl: no config file at ${path} (an empty config); create one with: queenctl config set-context <name> --server <url>\n`,
+    );
   }
   if (format === null) return ExitCode.Ok;
   const yaml = await import('yaml');

@@ -4,12 +4,12 @@
  * result").
  */
 import { formatDuration } from '../../args.js';
-import { remainingMs } from '../../broker/brokerClock.js';
+import { remainingMs } from '../../broker/broker-clock.js';
 import type { RenewalResult } from '../../broker/contract.js';
 import type { ExitCode } from '../../exit.js';
 import type { Runtime } from '../runtime.js';
-import { runLeaseRequests, type LeaseRunOptions, type LeaseView } from './leaseRun.js';
-import type { LeaseOutcome } from './renewAll.js';
+import { runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
+import type { LeaseOutcome } from './renew-all.js';
 
 export type ExtendOptions = LeaseRunOptions;
 
@@ -20,7 +20,15 @@ export function extendRecord(outcome: LeaseOutcome): ExtendRecord {
   if ('error' in outcome) {
     // No key of a failed request may read as a renewal: renewed is null, not a count.
     const { leaseId, error } = outcome;
-    return { leaseId, success: false, renewed: null, newExpiresAt: null, expiresAt: null, lease_expires_at: null, error: error.message };
+    return {
+      leaseId,
+      success: false,
+      renewed: null,
+      newExpiresAt: null,
+      expiresAt: null,
+      lease_expires_at: null,
+      error: error.message,
+    };
   }
   const { result, reason } = outcome.renewal;
   return reason ? { ...result, reason } : { ...result };
@@ -40,7 +48,8 @@ export const extendView: LeaseView<ExtendRecord> = {
     }
     const { result, reason, expiresAtMs, shape } = outcome.renewal;
     const held = result.renewed > 0;
-    const left = held && expiresAtMs !== null ? formatDuration(remainingMs(expiresAtMs, nowMs, outcome.brokerClock)) : '-';
+    const left =
+      held && expiresAtMs !== null ? formatDuration(remainingMs(expiresAtMs, nowMs, outcome.brokerClock)) : '-';
     const row = [
       outcome.leaseId,
       held ? style.ok(String(result.renewed)) : style.bad(`${result.renewed} NOT RENEWED`),

@@ -5,7 +5,7 @@
 import { Command, Option } from 'commander';
 import { parseCount, parseDuration, parseSeconds } from '../../args.js';
 import { flagParser, type GlobalContext, type Settings } from '../globals.js';
-import type { LeaseRunOptions } from './leaseRun.js';
+import type { LeaseRunOptions } from './lease-run.js';
 
 const EXIT_CODES = `
 Exit codes:
@@ -28,7 +28,7 @@ function retriesOption(): Option {
     .argParser(flagParser((text) => parseCount(text, '--retries', 0, 10)));
 }
 
-/** What extend and inspect take from the global settings (see leaseRun.ts). */
+/** What extend and inspect take from the global settings (see lease-run.ts). */
 function leaseRunOptions(leaseIds: string[], retries: number, settings: Settings): Omit<LeaseRunOptions, 'seconds'> {
   const { retry, concurrency, format, noHeaders } = settings;
   return { leaseIds, retry: { ...retry, retries }, concurrency, format, noHeaders };
@@ -38,7 +38,10 @@ export function leaseCommand(globals: GlobalContext): Command {
   const lease = new Command('lease')
     .description('extend, inspect and watch broker leases')
     .showHelpAfterError('(add --help for usage)')
-    .addHelpText('after', '\nExamples:\n  queenctl lease extend "$LEASE" --seconds 120\n  queenctl lease inspect "$LEASE" -o json\n  queenctl lease watch "$LEASE" -- ./process-batch.sh');
+    .addHelpText(
+      'after',
+      '\nExamples:\n  queenctl lease extend "$LEASE" --seconds 120\n  queenctl lease inspect "$LEASE" -o json\n  queenctl lease watch "$LEASE" -- ./process-batch.sh',
+    );
 
   lease
     .command('extend')
@@ -99,7 +102,9 @@ Examples:
     )
     .action(async (leaseIds: string[], options: { retries: number }, command: Command) => {
       const { runInspect } = await import('./inspect.js');
-      await globals.run(command, async (runtime, settings) => runInspect(leaseRunOptions(leaseIds, options.retries, settings), runtime));
+      await globals.run(command, async (runtime, settings) =>
+        runInspect(leaseRunOptions(leaseIds, options.retries, settings), runtime),
+      );
     });
 
   lease
@@ -109,7 +114,9 @@ Examples:
     .addOption(secondsOption('60', 'each renewal extends to now + seconds on the broker clock (1 to 2147483647)'))
     .addOption(durationOption('--every <duration>', 'renew this often (default: a third of --seconds)'))
     .addOption(durationOption('--for <duration>', 'stop watching after this long (without a command)'))
-    .addOption(durationOption('--kill-after <duration>', 'SIGKILL the command this long after SIGTERM').default(10_000, '10s'))
+    .addOption(
+      durationOption('--kill-after <duration>', 'SIGKILL the command this long after SIGTERM').default(10_000, '10s'),
+    )
     .usage('[options] <leaseId...> [-- <command> [args...]]')
     .addHelpText(
       'after',
@@ -150,41 +157,47 @@ Examples:
   ...; kill $WATCH                                   # -q: only a loss is printed
   queenctl lease watch - --for 30m -o ndjson < leases.txt | jq -c 'select(.event == "lost")'`,
     )
-    .action(async (operands: string[], options: { seconds: number; every?: number; for?: number; killAfter: number }, command: Command) => {
-      const { runWatch } = await import('./watch.js');
-      // A long watch measures on monotonic time: an NTP step must not move every deadline.
-      const { monotonicClock } = await import('../../watch/monotonicClock.js');
-      const { watchOutputMode } = await import('../../output/watch.js');
-      const flags = command.optsWithGlobals<{ output?: string; token?: string; quiet?: boolean }>();
-      await globals.run(command, async (runtime, settings, proc) => {
-        // Commander puts what follows `--` among the operands: it is the command, not lease ids.
-        const after = proc.argvAfterDashDash;
-        const leaseIds = after === null ? operands : operands.slice(0, Math.max(0, operands.length - after.length));
-        return runWatch(
-          {
-            leaseIds,
-            seconds: options.seconds,
-            everyMs: options.every,
-            forMs: options.for,
-            killAfterMs: options.killAfter,
-            requestTimeoutMs: settings.timeoutMs,
-            concurrency: settings.concurrency,
-            command: after,
-            output: watchOutputMode({
-              format: settings.format,
-              outputGiven: flags.output !== undefined,
-              hasCommand: after !== null,
-              quiet: Boolean(flags.quiet),
-              stderrIsTTY: Boolean(runtime.io.stderr.isTTY),
-              term: proc.env.TERM,
-            }),
-            tokenOnCommandLine: flags.token !== undefined,
-          },
-          { ...runtime, clock: monotonicClock },
-          proc,
-        );
-      });
-    });
+    .action(
+      async (
+        operands: string[],
+        options: { seconds: number; every?: number; for?: number; killAfter: number },
+        command: Command,
+      ) => {
+        const { runWatch } = await import('./watch.js');
+        // A long watch measures on monotonic time: an NTP step must not move every deadline.
+        const { monotonicClock } = await import('../../watch/monotonic-clock.js');
+        const { watchOutputMode } = await import('../../output/watch.js');
+        const flags = command.optsWithGlobals<{ output?: string; token?: string; quiet?: boolean }>();
+        await globals.run(command, async (runtime, settings, proc) => {
+          // Commander puts what follows `--` among the operands: it is the command, not lease ids.
+          const after = proc.argvAfterDashDash;
+          const leaseIds = after === null ? operands : operands.slice(0, Math.max(0, operands.length - after.length));
+          return runWatch(
+            {
+              leaseIds,
+              seconds: options.seconds,
+              everyMs: options.every,
+              forMs: options.for,
+              killAfterMs: options.killAfter,
+              requestTimeoutMs: settings.timeoutMs,
+              concurrency: settings.concurrency,
+              command: after,
+              output: watchOutputMode({
+                format: settings.format,
+                outputGiven: flags.output !== undefined,
+                hasCommand: after !== null,
+                quiet: Boolean(flags.quiet),
+                stderrIsTTY: Boolean(runtime.io.stderr.isTTY),
+                term: proc.env.TERM,
+              }),
+              tokenOnCommandLine: flags.token !== undefined,
+            },
+            { ...runtime, clock: monotonicClock },
+            proc,
+          );
+        });
+      },
+    );
 
   return lease;
 }

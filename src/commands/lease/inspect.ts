@@ -6,11 +6,11 @@
  * where it was and never resurrects an expired one.
  */
 import { formatDuration } from '../../args.js';
-import { remainingMs } from '../../broker/brokerClock.js';
+import { remainingMs } from '../../broker/broker-clock.js';
 import type { ExitCode } from '../../exit.js';
 import type { Runtime } from '../runtime.js';
-import { runLeaseRequests, type LeaseRunOptions, type LeaseView } from './leaseRun.js';
-import type { LeaseOutcome } from './renewAll.js';
+import { runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
+import type { LeaseOutcome } from './renew-all.js';
 
 /** The probe: the least a renewal can ask for. */
 export const INSPECT_SECONDS = 1;
@@ -31,7 +31,14 @@ export interface InspectRecord {
 export function inspectRecord(outcome: LeaseOutcome, nowMs: number): InspectRecord {
   if ('error' in outcome) {
     // Unknown, not "not live": the request failed, so nothing is claimed about the lease.
-    return { leaseId: outcome.leaseId, live: null, held: null, expiresAt: null, remainingMs: null, error: outcome.error.message };
+    return {
+      leaseId: outcome.leaseId,
+      live: null,
+      held: null,
+      expiresAt: null,
+      remainingMs: null,
+      error: outcome.error.message,
+    };
   }
   const { result, reason, expiresAtMs, shape } = outcome.renewal;
   const live = result.renewed > 0 && expiresAtMs !== null;

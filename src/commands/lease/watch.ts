@@ -57,7 +57,10 @@ export const DEFAULT_KILL_AFTER_MS = 10_000;
 export function checkCommand(options: Pick<WatchOptions, 'command' | 'forMs'>): void {
   if (options.command === null) return;
   if (options.command.length === 0 || options.command[0] === '') {
-    throw new UsageError('-- must be followed by the command to run', 'queenctl lease watch "$LEASE" -- ./reprocess.sh');
+    throw new UsageError(
+      '-- must be followed by the command to run',
+      'queenctl lease watch "$LEASE" -- ./reprocess.sh',
+    );
   }
   if (options.forMs !== undefined) {
     throw new UsageError(
@@ -115,7 +118,12 @@ class Watch {
     this.everyMs = options.everyMs ?? defaultEveryMs(options.seconds);
     this.scheduler = new RenewalScheduler(
       leaseIds,
-      { seconds: options.seconds, everyMs: this.everyMs, requestTimeoutMs: options.requestTimeoutMs, concurrency: options.concurrency },
+      {
+        seconds: options.seconds,
+        everyMs: this.everyMs,
+        requestTimeoutMs: options.requestTimeoutMs,
+        concurrency: options.concurrency,
+      },
       { client: runtime.client, clock: runtime.clock },
       { event: (event) => this.onEvent(event), warn: (text) => this.renderer.warn(text) },
     );
@@ -137,7 +145,8 @@ class Watch {
     });
     if (options.tokenOnCommandLine) this.renderer.warn(tokenOnCommandLineHint());
     const marginMs = safetyMarginMs(options.seconds);
-    if (this.everyMs > options.seconds * 1000 - marginMs) this.renderer.warn(everyTooLongWarning(this.everyMs, options.seconds, marginMs));
+    if (this.everyMs > options.seconds * 1000 - marginMs)
+      this.renderer.warn(everyTooLongWarning(this.everyMs, options.seconds, marginMs));
 
     const onSignal = (): void => {
       // Only reached without a running command: with one, cli.ts relays signals to it instead.
@@ -254,7 +263,12 @@ class Watch {
     };
     const release = this.proc.relaySignals(forward);
     try {
-      const started = await SupervisedChild.start({ command, args, env: this.childEnv(), stdoutToStderr: this.options.output === 'events' });
+      const started = await SupervisedChild.start({
+        command,
+        args,
+        env: this.childEnv(),
+        stdoutToStderr: this.options.output === 'events',
+      });
       if (!(started instanceof SupervisedChild)) {
         this.child = 'ended';
         this.renderer.error(childStartFailed(command, started));
@@ -273,7 +287,9 @@ class Watch {
       if (typeof first === 'number') {
         // A lease is gone (or the token refused): the work must stop; renewal of the other
         // leases goes on until it has.
-        this.renderer.error((first === ExitCode.Auth ? stoppingChildOnRefusal : stoppingChildOnLoss)(command, killAfterMs));
+        this.renderer.error(
+          (first === ExitCode.Auth ? stoppingChildOnRefusal : stoppingChildOnLoss)(command, killAfterMs),
+        );
         await child.stopGroup(killAfterMs, clock, () => this.renderer.error(killedAfterNote(command, killAfterMs)));
         this.child = 'ended';
         this.scheduler.stop('lease-lost');

@@ -4,7 +4,7 @@
  * they are known (so output streams and memory stays flat for thousands of ids).
  */
 import type { LeaseIdSource } from '../../args.js';
-import { estimateBrokerClock, type BrokerClockEstimate } from '../../broker/brokerClock.js';
+import { estimateBrokerClock, type BrokerClockEstimate } from '../../broker/broker-clock.js';
 import type { BrokerClient } from '../../broker/client.js';
 import { isHeld, type Renewal } from '../../broker/contract.js';
 import { withRetries, type RetryPolicy } from '../../broker/retry.js';
@@ -59,7 +59,11 @@ async function renewOne(leaseId: string, options: RenewAllOptions, context: Rene
   } catch (error) {
     if (error instanceof QueenctlError) return { leaseId, code: error.exitCode, error };
     if (signal.aborted) {
-      return { leaseId, code: ExitCode.Broker, error: new BrokerError('interrupted before the broker answered', false) };
+      return {
+        leaseId,
+        code: ExitCode.Broker,
+        error: new BrokerError('interrupted before the broker answered', false),
+      };
     }
     throw error;
   }

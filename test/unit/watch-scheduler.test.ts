@@ -8,9 +8,16 @@ import type { RequestOptions } from '../../src/broker/client.js';
 import type { Renewal } from '../../src/broker/contract.js';
 import { AuthError, BrokerError } from '../../src/exit.js';
 import type { WatchEvent } from '../../src/watch/events.js';
-import { localDeadline } from '../../src/broker/brokerClock.js';
+import { localDeadline } from '../../src/broker/broker-clock.js';
 import { MinHeap, type HeapItem } from '../../src/watch/heap.js';
-import { RenewalScheduler, defaultEveryMs, nextRenewalAt, safetyMarginMs, type WatchSummary, type WatchTiming } from '../../src/watch/scheduler.js';
+import {
+  RenewalScheduler,
+  defaultEveryMs,
+  nextRenewalAt,
+  safetyMarginMs,
+  type WatchSummary,
+  type WatchTiming,
+} from '../../src/watch/scheduler.js';
 import { FakeClock } from '../support/fakes.js';
 
 const S = 1000;
@@ -69,7 +76,8 @@ class FakeBroker {
   checkLapses(held: Iterable<string>): void {
     for (const leaseId of held) {
       const expiresAt = this.expiries.get(leaseId);
-      if (expiresAt !== undefined && expiresAt <= this.brokerNow() && !this.lapses.includes(leaseId)) this.lapses.push(leaseId);
+      if (expiresAt !== undefined && expiresAt <= this.brokerNow() && !this.lapses.includes(leaseId))
+        this.lapses.push(leaseId);
     }
   }
 
@@ -96,7 +104,8 @@ class FakeBroker {
           if (this.elapsed() - sentAt >= timeoutMs) throw new BrokerError(`no answer within ${timeoutMs}ms`, true);
         }
         if (this.latencyMs > 0) await this.pause(this.latencyMs, options.signal);
-        if (this.refuseAuth) throw new AuthError('the broker refused the renewal (HTTP 403: Insufficient permissions)', 403);
+        if (this.refuseAuth)
+          throw new AuthError('the broker refused the renewal (HTTP 403: Insufficient permissions)', 403);
         if (this.permanentError) throw this.permanentError;
         return this.renew(leaseId, seconds);
       } finally {
@@ -129,7 +138,14 @@ class FakeBroker {
     const written = expiresAtMs === null ? null : expiresAtMs - this.expirySkewMs;
     const iso = written === null ? null : new Date(written).toISOString();
     return {
-      result: { leaseId, success: live, renewed: live ? 1 : 0, newExpiresAt: iso, expiresAt: iso, lease_expires_at: iso },
+      result: {
+        leaseId,
+        success: live,
+        renewed: live ? 1 : 0,
+        newExpiresAt: iso,
+        expiresAt: iso,
+        lease_expires_at: iso,
+      },
       shape: 'documented',
       reason: null,
       expiresAtMs: written,
@@ -200,7 +216,8 @@ function harness(
   };
 }
 
-const renewalTimes = (h: Harness, leaseId = 'a'): number[] => h.broker.calls.filter((call) => call.leaseId === leaseId).map((call) => call.at);
+const renewalTimes = (h: Harness, leaseId = 'a'): number[] =>
+  h.broker.calls.filter((call) => call.leaseId === leaseId).map((call) => call.at);
 
 describe('watch scheduler: when it renews', () => {
   it('renews at once, then every --every on a fixed grid', async () => {
@@ -239,7 +256,10 @@ describe('watch scheduler: when it renews', () => {
     await h.advance(61 * S, 5);
     assert.deepEqual(renewalTimes(h), [0, 60 * S]);
     const [first] = h.of('renewed');
-    assert.ok(first && first.event === 'renewed' && first.remainingMs > 95 * S && first.remainingMs <= 100 * S, JSON.stringify(first));
+    assert.ok(
+      first && first.event === 'renewed' && first.remainingMs > 95 * S && first.remainingMs <= 100 * S,
+      JSON.stringify(first),
+    );
     assert.deepEqual(h.broker.lapses, []);
     h.scheduler.stop('for');
     await h.done;
@@ -282,7 +302,10 @@ describe('watch scheduler: a broker clock far from the local one', () => {
       assert.equal(h.of('lost').length, 0);
       assert.equal(h.broker.calls.length, 31, 'one renewal per 10 s for 300 s');
       for (const event of h.of('renewed')) {
-        assert.ok(event.event === 'renewed' && event.remainingMs > 25 * S && event.remainingMs <= 30 * S, JSON.stringify(event));
+        assert.ok(
+          event.event === 'renewed' && event.remainingMs > 25 * S && event.remainingMs <= 30 * S,
+          JSON.stringify(event),
+        );
       }
       assert.deepEqual(h.broker.lapses, []);
       h.scheduler.stop('for');
@@ -291,7 +314,11 @@ describe('watch scheduler: a broker clock far from the local one', () => {
   }
 
   it('a database writing expiries 5 h behind its Date header: warned once, no false loss', async () => {
-    const h = harness([{ id: 'a' }], { seconds: 30, everyMs: 10 * S }, (broker) => (broker.expirySkewMs = 5 * 3_600_000));
+    const h = harness(
+      [{ id: 'a' }],
+      { seconds: 30, everyMs: 10 * S },
+      (broker) => (broker.expirySkewMs = 5 * 3_600_000),
+    );
     await h.advance(60 * S, 10);
     assert.equal(h.of('lost').length, 0);
     assert.equal(h.broker.calls.length, 7);
@@ -328,9 +355,16 @@ describe('watch scheduler: faults', () => {
     const retries = h.of('retry').map((event) => (event.event === 'retry' ? event : null));
     // From 5 s, with the lease lasting until 10 s: backoff 250, 500, 1000, 2000 ms (full jitter
     // pinned high), but never more than half of what is left.
-    assert.deepEqual(retries.map((event) => event?.attempt), [1, 2, 3, 4]);
-    assert.deepEqual(retries.map((event) => event?.retryInMs), [250, 500, 1000, 1625]);
-    for (const event of retries) assert.ok(event && event.remainingMs !== null && event.retryInMs <= event.remainingMs / 2);
+    assert.deepEqual(
+      retries.map((event) => event?.attempt),
+      [1, 2, 3, 4],
+    );
+    assert.deepEqual(
+      retries.map((event) => event?.retryInMs),
+      [250, 500, 1000, 1625],
+    );
+    for (const event of retries)
+      assert.ok(event && event.remainingMs !== null && event.retryInMs <= event.remainingMs / 2);
     assert.deepEqual(renewalTimes(h), [0, 5000, 5250, 5750, 6750, 8375, 10000]);
     assert.equal(h.of('lost').length, 0);
     assert.deepEqual(h.broker.lapses, []);
@@ -338,7 +372,7 @@ describe('watch scheduler: faults', () => {
     await h.done;
   });
 
-  it('cuts each request\'s timeout to the time the lease has left, then declares it lost at its expiry', async () => {
+  it("cuts each request's timeout to the time the lease has left, then declares it lost at its expiry", async () => {
     const h = harness([{ id: 'a' }], { seconds: 6, everyMs: 2 * S, requestTimeoutMs: 10 * S }, (broker) => {
       broker.outages = [{ from: 1 * S, to: 60 * S, kind: 'hang' }];
     });
@@ -347,7 +381,8 @@ describe('watch scheduler: faults', () => {
     assert.equal(first?.timeoutMs, 6 * S, 'before the first renewal: the budget of one lease');
     assert.equal(hung?.at, 2 * S);
     assert.equal(hung?.timeoutMs, 4 * S, 'the lease had 4 s left, not the 10 s of --timeout');
-    for (const call of h.broker.calls) assert.ok(call.at + call.timeoutMs <= 6 * S, `a request may not outlive the lease: ${JSON.stringify(call)}`);
+    for (const call of h.broker.calls)
+      assert.ok(call.at + call.timeoutMs <= 6 * S, `a request may not outlive the lease: ${JSON.stringify(call)}`);
     const lost = h.of('lost');
     assert.equal(lost.length, 1);
     assert.ok(lost[0]?.event === 'lost' && lost[0].reason === 'expired');
@@ -388,21 +423,36 @@ describe('watch scheduler: faults', () => {
   });
 
   it('a refused token stops every lease at once', async () => {
-    const h = harness([{ id: 'a' }, { id: 'b' }, { id: 'c' }], { seconds: 30, everyMs: 10 * S }, (broker) => (broker.refuseAuth = true));
+    const h = harness(
+      [{ id: 'a' }, { id: 'b' }, { id: 'c' }],
+      { seconds: 30, everyMs: 10 * S },
+      (broker) => (broker.refuseAuth = true),
+    );
     await h.advance(15 * S, 5);
     const summary = await h.done;
     assert.ok(summary.refused instanceof AuthError);
     assert.equal(h.broker.calls.length, 3, 'no retry of a refusal');
-    assert.deepEqual(h.of('stopped').map((event) => event.event === 'stopped' && event.reason), ['error', 'error', 'error']);
+    assert.deepEqual(
+      h.of('stopped').map((event) => event.event === 'stopped' && event.reason),
+      ['error', 'error', 'error'],
+    );
   });
 
-  it('before the first renewal, a broker error that will not pass ends the lease\'s watch at once', async () => {
-    const h = harness([{ id: 'a' }], { seconds: 30 }, (broker) => (broker.permanentError = new BrokerError('no lease route (HTTP 404)', false, 'check --server', 404)));
+  it("before the first renewal, a broker error that will not pass ends the lease's watch at once", async () => {
+    const h = harness(
+      [{ id: 'a' }],
+      { seconds: 30 },
+      (broker) => (broker.permanentError = new BrokerError('no lease route (HTTP 404)', false, 'check --server', 404)),
+    );
     await h.advance(1 * S, 5);
     const summary = await h.done;
     assert.equal(summary.failed, 1);
     assert.equal(h.broker.calls.length, 1);
-    assert.deepEqual(h.scheduler.failure, { leaseId: 'a', message: 'no lease route (HTTP 404)', hint: 'check --server' });
+    assert.deepEqual(h.scheduler.failure, {
+      leaseId: 'a',
+      message: 'no lease route (HTTP 404)',
+      hint: 'check --server',
+    });
   });
 
   it('after the first renewal, any broker error is retried while the lease has time', async () => {
@@ -481,7 +531,13 @@ describe('watch scheduler: stopping', () => {
     await h.advance(1 * S, 10);
     h.scheduler.stop('signal');
     const summary = await h.done;
-    assert.deepEqual(h.of('stopped').map((event) => event.event === 'stopped' && [event.leaseId, event.reason]), [['a', 'signal'], ['b', 'signal']]);
+    assert.deepEqual(
+      h.of('stopped').map((event) => event.event === 'stopped' && [event.leaseId, event.reason]),
+      [
+        ['a', 'signal'],
+        ['b', 'signal'],
+      ],
+    );
     assert.equal(h.broker.inFlight, 0);
     assert.equal(summary.lost, 0);
   });
@@ -511,14 +567,25 @@ describe('brokerClock.localDeadline: where a renewed lease expires on the local 
 
   it('an expiry that moved since the last renewal is brokerNow + seconds, however far it reads', () => {
     const brokerNow = sentAt;
-    assert.equal(localDeadline(renewal(brokerNow + 5 * 3_600_000 + 30_000, brokerNow), 30, sentAt, brokerNow + 5 * 3_600_000 + 20_000), sentAt + 30_000);
+    assert.equal(
+      localDeadline(
+        renewal(brokerNow + 5 * 3_600_000 + 30_000, brokerNow),
+        30,
+        sentAt,
+        brokerNow + 5 * 3_600_000 + 20_000,
+      ),
+      sentAt + 30_000,
+    );
   });
 });
 
 describe('MinHeap', () => {
   it('pops in order through pushes, updates and removals', () => {
     let seed = 42;
-    const random = (): number => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const random = (): number => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
     const heap = new MinHeap<HeapItem & { id: number }>();
     const items = Array.from({ length: 500 }, (_, id) => ({ id, wakeAt: 0, heapIndex: -1 }));
     for (const item of items) heap.update(item, Math.floor(random() * 1000));
@@ -527,7 +594,10 @@ describe('MinHeap', () => {
     const popped: number[] = [];
     for (let item = heap.pop(); item; item = heap.pop()) popped.push(item.wakeAt);
     assert.equal(popped.length, 400);
-    assert.deepEqual(popped, [...popped].sort((a, b) => a - b));
+    assert.deepEqual(
+      popped,
+      [...popped].sort((a, b) => a - b),
+    );
     assert.ok(items.every((item) => item.heapIndex === -1));
   });
 });

@@ -1,10 +1,10 @@
 /**
- * What `extend` and `inspect` share: read the ids, renew each (renewAll.ts), stream machine
+ * What `extend` and `inspect` share: read the ids, renew each (renew-all.ts), stream machine
  * records or collect table rows, then say on stderr what went wrong. A verb supplies only its
  * view: the record, the table and the word for success.
  */
 import { formatDuration, leaseIdSource } from '../../args.js';
-import { timeZoneSuspicion } from '../../broker/brokerClock.js';
+import { timeZoneSuspicion } from '../../broker/broker-clock.js';
 import type { RetryPolicy } from '../../broker/retry.js';
 import { ExitCode, runExitCode } from '../../exit.js';
 import { write } from '../../io.js';
@@ -14,7 +14,7 @@ import { RunReport } from '../../output/report.js';
 import { loadStyle, type Style } from '../../output/style.js';
 import { renderTable } from '../../output/table.js';
 import type { Runtime } from '../runtime.js';
-import { renewAll, type LeaseOutcome } from './renewAll.js';
+import { renewAll, type LeaseOutcome } from './renew-all.js';
 
 export interface LeaseRunOptions {
   leaseIds: string[];
@@ -58,7 +58,10 @@ export async function runLeaseRequests<R extends object>(
       concurrency: options.concurrency,
       onRetry: (leaseId, error, attempt, delayMs) => {
         if (io.quiet) return;
-        void write(io.stderr, `queenctl: ${leaseId}: ${error.message}; retry ${attempt} of ${options.retry.retries} in ${formatDuration(delayMs)}\n`);
+        void write(
+          io.stderr,
+          `queenctl: ${leaseId}: ${error.message}; retry ${attempt} of ${options.retry.retries} in ${formatDuration(delayMs)}\n`,
+        );
       },
     },
     runtime,

@@ -34,7 +34,14 @@ function fakeBroker(clock: FakeClock) {
         if (live) expiries.set(leaseId, expiresAtMs as number);
         const iso = expiresAtMs === null ? null : new Date(expiresAtMs).toISOString();
         return {
-          result: { leaseId, success: live, renewed: live ? 1 : 0, newExpiresAt: iso, expiresAt: iso, lease_expires_at: iso },
+          result: {
+            leaseId,
+            success: live,
+            renewed: live ? 1 : 0,
+            newExpiresAt: iso,
+            expiresAt: iso,
+            lease_expires_at: iso,
+          },
           shape: 'documented',
           reason: null,
           expiresAtMs,
@@ -48,7 +55,11 @@ function fakeBroker(clock: FakeClock) {
 
 const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-function start(leaseIds: string[], options: Partial<WatchOptions> = {}, setup: (broker: ReturnType<typeof fakeBroker>) => void = () => {}) {
+function start(
+  leaseIds: string[],
+  options: Partial<WatchOptions> = {},
+  setup: (broker: ReturnType<typeof fakeBroker>) => void = () => {},
+) {
   const clock = new FakeClock();
   const broker = fakeBroker(clock);
   for (const leaseId of leaseIds) if (leaseId !== 'unknown') broker.mint(leaseId);
@@ -80,7 +91,12 @@ function start(leaseIds: string[], options: Partial<WatchOptions> = {}, setup: (
     controller,
     done,
     code: () => code,
-    events: () => io.stdout.text.trimEnd().split('\n').filter(Boolean).map((line) => JSON.parse(line) as { event: string; leaseId: string; reason?: string }),
+    events: () =>
+      io.stdout.text
+        .trimEnd()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { event: string; leaseId: string; reason?: string }),
     async advance(ms: number, stepMs = 10) {
       await flush();
       for (let moved = 0; moved < ms && code === null; moved += stepMs) {
@@ -101,14 +117,25 @@ describe('lease watch without a command: how it ends', () => {
     w.broker.expiries.delete('b');
     await w.advance(1_500);
     assert.equal(await w.done, 4);
-    assert.deepEqual(w.events().filter((e) => e.event === 'lost').map((e) => e.leaseId), ['a', 'b']);
+    assert.deepEqual(
+      w
+        .events()
+        .filter((e) => e.event === 'lost')
+        .map((e) => e.leaseId),
+      ['a', 'b'],
+    );
   });
 
   it('--for: exits 0 when no lease was lost', async () => {
     const w = start(['a'], { forMs: 5 * S });
     await w.advance(6 * S);
     assert.equal(await w.done, 0);
-    assert.deepEqual(w.events().at(-1), { event: 'stopped', leaseId: 'a', at: '2026-12-02T10:00:05.000Z', reason: 'for' });
+    assert.deepEqual(w.events().at(-1), {
+      event: 'stopped',
+      leaseId: 'a',
+      at: '2026-12-02T10:00:05.000Z',
+      reason: 'for',
+    });
   });
 
   it('--for: exits 4 when a lease was lost on the way', async () => {
@@ -117,10 +144,19 @@ describe('lease watch without a command: how it ends', () => {
     w.broker.expiries.delete('b');
     await w.advance(5 * S);
     assert.equal(await w.done, 4);
-    assert.deepEqual(w.events().filter((e) => e.event === 'stopped').map((e) => [e.leaseId, e.reason]), [['a', 'for']]);
+    assert.deepEqual(
+      w
+        .events()
+        .filter((e) => e.event === 'stopped')
+        .map((e) => [e.leaseId, e.reason]),
+      [['a', 'for']],
+    );
   });
 
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     it(`${signal}: exits ${code} with a stopped event of reason signal`, async () => {
       const w = start(['a']);
       await w.advance(1_500);
@@ -132,19 +168,40 @@ describe('lease watch without a command: how it ends', () => {
   }
 
   it('a refused token: exits 3 with one message and its hint', async () => {
-    const w = start(['a', 'b', 'c'], {}, (broker) => (broker.failure = new AuthError('the broker refused the renewal (HTTP 403: Insufficient permissions)', 403, 'extending a lease needs a token with the read-write role')));
+    const w = start(
+      ['a', 'b', 'c'],
+      {},
+      (broker) =>
+        (broker.failure = new AuthError(
+          'the broker refused the renewal (HTTP 403: Insufficient permissions)',
+          403,
+          'extending a lease needs a token with the read-write role',
+        )),
+    );
     await w.advance(100);
     assert.equal(await w.done, 3);
     assert.equal(w.io.stderr.text.match(/HTTP 403/g)?.length, 1);
     assert.match(w.io.stderr.text, /read-write role/);
   });
 
-  it('a broker unreachable from the start: retried for one lease\'s time, then exit 2 saying what to do', async () => {
-    const w = start(['a'], {}, (broker) => (broker.failure = new BrokerError('cannot reach the broker at http://broker.test: connection refused', true, 'is the broker running? check --server')));
+  it("a broker unreachable from the start: retried for one lease's time, then exit 2 saying what to do", async () => {
+    const w = start(
+      ['a'],
+      {},
+      (broker) =>
+        (broker.failure = new BrokerError(
+          'cannot reach the broker at http://broker.test: connection refused',
+          true,
+          'is the broker running? check --server',
+        )),
+    );
     await w.advance(4 * S);
     assert.equal(await w.done, 2);
     assert.ok(w.broker.requests > 3, 'retried');
-    assert.match(w.io.stderr.text, /lease a could not be watched: no renewal succeeded within 3s of starting: cannot reach the broker/);
+    assert.match(
+      w.io.stderr.text,
+      /lease a could not be watched: no renewal succeeded within 3s of starting: cannot reach the broker/,
+    );
     assert.match(w.io.stderr.text, /is the broker running\?/);
     assert.ok(w.events().some((e) => e.event === 'retry'));
   });

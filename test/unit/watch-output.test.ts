@@ -11,8 +11,24 @@ import { Collector, FakeClock } from '../support/fakes.js';
 
 const AT = '2026-12-02T10:00:01.250Z';
 const events: WatchEvent[] = [
-  { event: 'renewed', leaseId: 'L1', at: AT, renewed: 2, expiresAt: '2026-12-02T10:01:01.000000Z', remainingMs: 59_000, nextRenewalInMs: 20_000 },
-  { event: 'retry', leaseId: 'L1', at: AT, error: 'cannot reach the broker: connection refused', attempt: 1, retryInMs: 250, remainingMs: 40_000 },
+  {
+    event: 'renewed',
+    leaseId: 'L1',
+    at: AT,
+    renewed: 2,
+    expiresAt: '2026-12-02T10:01:01.000000Z',
+    remainingMs: 59_000,
+    nextRenewalInMs: 20_000,
+  },
+  {
+    event: 'retry',
+    leaseId: 'L1',
+    at: AT,
+    error: 'cannot reach the broker: connection refused',
+    attempt: 1,
+    retryInMs: 250,
+    remainingMs: 40_000,
+  },
   { event: 'lost', leaseId: 'L1', at: AT, reason: 'not-renewed', detail: 'Lease not found' },
   { event: 'stopped', leaseId: 'L2', at: AT, reason: 'for' },
 ];
@@ -50,7 +66,14 @@ async function render(mode: WatchOutputMode, quiet = false): Promise<{ stdout: s
 }
 
 describe('watch output: which kind, decided once', () => {
-  const base = { format: 'json', outputGiven: false, hasCommand: false, quiet: false, stderrIsTTY: false, term: 'xterm' } as const;
+  const base = {
+    format: 'json',
+    outputGiven: false,
+    hasCommand: false,
+    quiet: false,
+    stderrIsTTY: false,
+    term: 'xterm',
+  } as const;
   it('streams events in a pipe without a command, and when -o json or ndjson is asked for', () => {
     assert.equal(watchOutputMode(base), 'events');
     assert.equal(watchOutputMode({ ...base, format: 'ndjson', outputGiven: true, hasCommand: true }), 'events');
@@ -75,7 +98,10 @@ describe('watch output: which kind, decided once', () => {
 describe('watch output: renderers', () => {
   it('events: one JSON object per line on stdout, the contract keys first; stderr only for a loss', async () => {
     const { stdout, stderr } = await render('events');
-    const lines = stdout.trimEnd().split('\n').map((line) => JSON.parse(line));
+    const lines = stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     assert.deepEqual(lines, events);
     for (const line of lines) assert.deepEqual(Object.keys(line).slice(0, 3), ['event', 'leaseId', 'at']);
     assert.match(stderr, /^queenctl: warning: the broker clock is odd\n/);
@@ -89,8 +115,14 @@ describe('watch output: renderers', () => {
     assert.equal(stdout, '');
     const lines = stderr.split('\n').filter((line) => line.startsWith('queenctl: 10:00:01.250'));
     assert.equal(lines.length, events.length);
-    assert.match(lines[0] ?? '', /lease L1 renewed \(2 partitions\) until 2026-12-02T10:01:01.000000Z: 59s left, next renewal in 20s/);
-    assert.match(lines[1] ?? '', /lease L1: cannot reach the broker: connection refused; retry 1 in 250ms \(40s left on the lease\)/);
+    assert.match(
+      lines[0] ?? '',
+      /lease L1 renewed \(2 partitions\) until 2026-12-02T10:01:01.000000Z: 59s left, next renewal in 20s/,
+    );
+    assert.match(
+      lines[1] ?? '',
+      /lease L1: cannot reach the broker: connection refused; retry 1 in 250ms \(40s left on the lease\)/,
+    );
     assert.match(lines[3] ?? '', /lease L2: --for has elapsed/);
     assert.match(stderr, /queenctl: started \.\/job\.sh/);
   });
@@ -122,10 +154,29 @@ describe('watch output: renderers', () => {
 
   it('spinner text: the lease, renewals so far, time to expiry, to the next renewal, and the last error', () => {
     const now = Date.parse('2026-12-02T10:00:00Z');
-    const text = spinnerText({ ...status, earliestDeadline: now + 38_000, nextRenewalAt: now + 12_000, lastError: 'HTTP 503', lastErrorAt: now - 3_000 }, now, 1, 'L1');
+    const text = spinnerText(
+      {
+        ...status,
+        earliestDeadline: now + 38_000,
+        nextRenewalAt: now + 12_000,
+        lastError: 'HTTP 503',
+        lastErrorAt: now - 3_000,
+      },
+      now,
+      1,
+      'L1',
+    );
     assert.equal(text, 'lease L1: 4 renewals, expires in 38s, next renewal in 12s, last error 3s ago: HTTP 503');
-    const many = spinnerText({ ...status, watching: 3, held: 2, lost: 1, earliestDeadline: now + 5_000, nextRenewalAt: now }, now, 3, 'L1');
+    const many = spinnerText(
+      { ...status, watching: 3, held: 2, lost: 1, earliestDeadline: now + 5_000, nextRenewalAt: now },
+      now,
+      3,
+      'L1',
+    );
     assert.equal(many, '3 leases: 2 held, 1 lost, 4 renewals, earliest expiry in 5s, next renewal in 0ms');
-    assert.equal(spinnerText({ ...status, renewals: 0, earliestDeadline: null, nextRenewalAt: null }, now, 1, 'L1'), 'lease L1: 0 renewals, not renewed yet');
+    assert.equal(
+      spinnerText({ ...status, renewals: 0, earliestDeadline: null, nextRenewalAt: null }, now, 1, 'L1'),
+      'lease L1: 0 renewals, not renewed yet',
+    );
   });
 });
