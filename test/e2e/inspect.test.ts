@@ -1,7 +1,7 @@
 /** `queenctl lease inspect` end to end: reads a lease without shortening it. */
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
-import type { Simulator } from '../simulator/simulator.js';
+import type { Simulator } from '../../tools/simulator/index.js';
 import { runCli } from '../support/cli.js';
 import { sharedSimulator } from '../support/shared.js';
 

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { MAX_LEASE_ID_LENGTH } from '../../src/args.js';
-import { startSimulator, type Simulator } from '../simulator/simulator.js';
+import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { cleanEnv } from '../support/cli.js';
 import {
   assertNoStackTrace,

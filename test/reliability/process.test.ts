@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { startSimulator, type Simulator } from '../simulator/simulator.js';
+import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { cleanEnv } from '../support/cli.js';
 import { assertNoStackTrace, describeResult, ENTRY, finished, records, startQueenctl } from './harness.js';
 

@@ -1,14 +1,19 @@
 /**
- * The simulator's rules, checked over real HTTP on loopback. Rules come from
- * ../shared/broker/lease-extend-route.md (documented shape) and BROKER-FACTS.md plus the recording
- * (array shape). Leases expire by advancing a fake clock, never by sleeping.
+ * The simulator's rules, checked over real HTTP on loopback. Rules come from docs/broker.md: the
+ * route's contract (documented shape) and the older broker as recorded (array shape,
+ * test/fixtures/real-broker-extend.txt). Leases expire by advancing a fake clock, never by sleeping.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import https from 'node:https';
 import { after, before, describe, it } from 'node:test';
-import { SimulatorControl } from './simulator/control.js';
-import { startSimulator, type Simulator, type SimulatorOptions } from './simulator/simulator.js';
+import {
+  type LeaseSpec,
+  SimulatorControl,
+  startSimulator,
+  type Simulator,
+  type SimulatorOptions,
+} from '../../tools/simulator/index.js';
 
 const T0 = Date.parse('2026-07-30T11:00:00.000Z');
 const S = 1000;
@@ -415,6 +420,31 @@ describe('routing, headers and lease ids', () => {
     assert.throws(() => sim().mint({ leaseId: id }), /already exists/);
     assert.throws(() => sim().mint({ partitions: [{ partition: 'p' }, { partition: 'p' }] }), /once/);
   });
+
+  it('mints rows on named queues: a lease-wide queue, its own per row, and the default', () => {
+    const id = sim().mint({
+      queue: 'orders',
+      partitions: [{ partition: 'p7' }, { partition: 'p7', queue: 'invoices', group: 'billing' }],
+    });
+    assert.deepEqual(
+      sim()
+        .lease(id)
+        ?.rows.map(({ queue, partition, group }) => [queue, partition, group]),
+      [
+        ['orders', 'p7', '__QUEUE_MODE__'],
+        ['invoices', 'p7', 'billing'],
+      ],
+    );
+    assert.deepEqual(
+      sim()
+        .lease(sim().mint())
+        ?.rows.map(({ queue, partition, group }) => [queue, partition, group]),
+      [['default', 'p1', '__QUEUE_MODE__']],
+    );
+    // The same partition and group on two queues are two rows; on one queue, one.
+    assert.throws(() => sim().mint({ queue: 'q', partitions: [{ partition: 'p' }, { partition: 'p' }] }), /once/);
+    assert.throws(() => sim().mint({ queue: 7 } as unknown as LeaseSpec), /queue must be a string/);
+  });
 });
 
 describe('faults', () => {
@@ -592,8 +622,8 @@ describe('control interface (/_sim/)', () => {
       leaseId: id,
       tenant: 't',
       rows: [
-        { partition: 'p1', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
-        { partition: 'p2', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
+        { queue: 'default', partition: 'p1', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
+        { queue: 'default', partition: 'p2', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
       ],
     });
     assert.equal(await control().expire(id), true);
@@ -674,7 +704,7 @@ describe('transport', () => {
 });
 
 describe('main.ts (the simulator as its own process)', () => {
-  const main = new URL('./simulator/main.js', import.meta.url).pathname;
+  const main = new URL('../../tools/simulator/main.js', import.meta.url).pathname;
 
   it('prints its URL as one JSON line, serves, and exits 0 on SIGTERM', async () => {
     const child = spawn(process.execPath, [main, '--shape', 'array', '--token', 'tk=read-write:t1', '--no-log'], {
