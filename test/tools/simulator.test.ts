@@ -4,7 +4,6 @@
  * test/fixtures/real-broker-extend.txt). Leases expire by advancing a fake clock, never by sleeping.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import https from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import {
@@ -14,6 +13,7 @@ import {
   type Simulator,
   type SimulatorOptions,
 } from '../../tools/simulator/index.js';
+import { runProcess, startProcess } from '../support/cli.js';
 
 const T0 = Date.parse('2026-07-30T11:00:00.000Z');
 const S = 1000;
@@ -707,14 +707,16 @@ describe('main.ts (the simulator as its own process)', () => {
   const main = new URL('../../tools/simulator/main.js', import.meta.url).pathname;
 
   it('prints its URL as one JSON line, serves, and exits 0 on SIGTERM', async () => {
-    const child = spawn(process.execPath, [main, '--shape', 'array', '--token', 'tk=read-write:t1', '--no-log'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const simulator = startProcess(process.execPath, [
+      main,
+      '--shape',
+      'array',
+      '--token',
+      'tk=read-write:t1',
+      '--no-log',
+    ]);
     try {
-      const line = await new Promise<string>((resolve) =>
-        child.stdout.once('data', (d: Buffer) => resolve(d.toString())),
-      );
+      const [line = ''] = await simulator.waitForStdout(/^.*\n/);
       assert.match(line, /^\{"url":"http:\/\/127\.0\.0\.1:\d+"\}\n$/);
       const { url } = JSON.parse(line) as { url: string };
       const control = new SimulatorControl(url);
@@ -727,16 +729,15 @@ describe('main.ts (the simulator as its own process)', () => {
       assert.equal((answer.json as ArrayResult[])[0]?.success, true);
       assert.deepEqual(await control.log(), []);
     } finally {
-      child.kill('SIGTERM');
+      simulator.kill('SIGTERM');
     }
-    assert.equal(await exited, 0);
+    const { code, stdout, stderr } = await simulator.exited;
+    assert.equal(code, 0, stderr);
+    assert.equal(stdout.split('\n').length, 2, 'exactly one line');
   });
 
   it('exits 1 with a message on stderr for a bad flag', async () => {
-    const child = spawn(process.execPath, [main, '--shape', 'xml'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const { code, stderr } = await runProcess(process.execPath, [main, '--shape', 'xml']);
     assert.equal(code, 1);
     assert.match(stderr, /--shape must be documented or array/);
   });
