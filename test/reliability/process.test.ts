@@ -35,8 +35,8 @@ beforeEach(() => {
   sim.resetLog();
 });
 
-/** Polls what is not a process's output (the simulator's log). */
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+/** Polls what is not a process's output (the simulator's log); generous for a loaded machine. */
+async function until(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -158,7 +158,7 @@ describe('a signal while standard input is still open', () => {
     const run = startQueenctl(['lease', 'extend', '-', '-o', 'ndjson', '--server', sim.url], { stdin: null });
     // A producer that wrote three ids and is still working on the rest.
     run.write(`${ids.slice(0, 3).join('\n')}\n`);
-    await run.waitForStdout(/^(.*\n){3}/, 10_000);
+    await run.waitForStdout(/^(.*\n){3}/);
     run.kill('SIGINT');
     const { code, stdout, stderr, killed } = await run.exited;
     assert.equal(killed, false, 'ended without its standard input ending');

@@ -21,10 +21,14 @@ export const BIN = fileURLToPath(new URL('../../../bin/queenctl.cjs', import.met
 /** A HOME with no ~/.queen, so the machine's own config never leaks into a test. */
 const EMPTY_HOME = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
 
-/** How long a process may run before the kill timer ends it (SIGKILL). */
-const DEFAULT_KILL_AFTER_MS = 15_000;
-/** How long `until` and the waits built on it wait by default. */
-const DEFAULT_WAIT_MS = 10_000;
+/**
+ * How long a process may run before the kill timer ends it (SIGKILL). Generous: it is there to
+ * turn a hang into a failure, and a 2-core machine running two suites makes a one-second run
+ * take ten (seen: the reliability suite's process rows at 12 s under a load of 14).
+ */
+const DEFAULT_KILL_AFTER_MS = 60_000;
+/** How long `until` and the waits built on it wait by default (they fail at once if it ends). */
+const DEFAULT_WAIT_MS = 30_000;
 /** See ProcessOptions.closeGraceMs. */
 const CLOSE_GRACE_MS = 2_000;
 
@@ -42,7 +46,7 @@ export interface ProcessOptions {
   env?: Record<string, string | undefined>;
   /** Written to standard input, which is then closed (default ''); null leaves it open. */
   stdin?: string | null;
-  /** Kill the process after this long (default 15 s). */
+  /** Kill the process after this long (default 60 s). */
   timeoutMs?: number;
   /**
    * After the process exits, how long to wait for its pipes to close (default 2 s). A process it
@@ -71,7 +75,7 @@ export interface RunningProcess {
   endInput(text?: string): void;
   /**
    * Resolves with the first defined value of `check`, which is tried now and again whenever
-   * the process prints something. Rejects after `timeoutMs` (default 10 s) or when the process
+   * the process prints something. Rejects after `timeoutMs` (default 30 s) or when the process
    * ends first; the error names `what` and quotes both streams.
    */
   until<T>(check: () => T | undefined, what: string, timeoutMs?: number): Promise<T>;
