@@ -1,14 +1,19 @@
 /**
- * The simulator's rules, checked over real HTTP on loopback. Rules come from
- * ../shared/broker/lease-extend-route.md (documented shape) and BROKER-FACTS.md plus the recording
- * (array shape). Leases expire by advancing a fake clock, never by sleeping.
+ * The simulator's rules, checked over real HTTP on loopback. Rules come from docs/broker.md: the
+ * route's contract (documented shape) and the older broker as recorded (array shape,
+ * test/fixtures/real-broker-extend.txt). Leases expire by advancing a fake clock, never by sleeping.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import https from 'node:https';
 import { after, before, describe, it } from 'node:test';
-import { SimulatorControl } from './simulator/control.js';
-import { startSimulator, type Simulator, type SimulatorOptions } from './simulator/simulator.js';
+import {
+  type LeaseSpec,
+  SimulatorControl,
+  startSimulator,
+  type Simulator,
+  type SimulatorOptions,
+} from '../../tools/simulator/index.js';
+import { runProcess, startProcess } from '../support/cli.js';
 
 const T0 = Date.parse('2026-07-30T11:00:00.000Z');
 const S = 1000;
@@ -415,6 +420,31 @@ describe('routing, headers and lease ids', () => {
     assert.throws(() => sim().mint({ leaseId: id }), /already exists/);
     assert.throws(() => sim().mint({ partitions: [{ partition: 'p' }, { partition: 'p' }] }), /once/);
   });
+
+  it('mints rows on named queues: a lease-wide queue, its own per row, and the default', () => {
+    const id = sim().mint({
+      queue: 'orders',
+      partitions: [{ partition: 'p7' }, { partition: 'p7', queue: 'invoices', group: 'billing' }],
+    });
+    assert.deepEqual(
+      sim()
+        .lease(id)
+        ?.rows.map(({ queue, partition, group }) => [queue, partition, group]),
+      [
+        ['orders', 'p7', '__QUEUE_MODE__'],
+        ['invoices', 'p7', 'billing'],
+      ],
+    );
+    assert.deepEqual(
+      sim()
+        .lease(sim().mint())
+        ?.rows.map(({ queue, partition, group }) => [queue, partition, group]),
+      [['default', 'p1', '__QUEUE_MODE__']],
+    );
+    // The same partition and group on two queues are two rows; on one queue, one.
+    assert.throws(() => sim().mint({ queue: 'q', partitions: [{ partition: 'p' }, { partition: 'p' }] }), /once/);
+    assert.throws(() => sim().mint({ queue: 7 } as unknown as LeaseSpec), /queue must be a string/);
+  });
 });
 
 describe('faults', () => {
@@ -592,8 +622,8 @@ describe('control interface (/_sim/)', () => {
       leaseId: id,
       tenant: 't',
       rows: [
-        { partition: 'p1', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
-        { partition: 'p2', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
+        { queue: 'default', partition: 'p1', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
+        { queue: 'default', partition: 'p2', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
       ],
     });
     assert.equal(await control().expire(id), true);
@@ -674,17 +704,19 @@ describe('transport', () => {
 });
 
 describe('main.ts (the simulator as its own process)', () => {
-  const main = new URL('./simulator/main.js', import.meta.url).pathname;
+  const main = new URL('../../tools/simulator/main.js', import.meta.url).pathname;
 
   it('prints its URL as one JSON line, serves, and exits 0 on SIGTERM', async () => {
-    const child = spawn(process.execPath, [main, '--shape', 'array', '--token', 'tk=read-write:t1', '--no-log'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const simulator = startProcess(process.execPath, [
+      main,
+      '--shape',
+      'array',
+      '--token',
+      'tk=read-write:t1',
+      '--no-log',
+    ]);
     try {
-      const line = await new Promise<string>((resolve) =>
-        child.stdout.once('data', (d: Buffer) => resolve(d.toString())),
-      );
+      const [line = ''] = await simulator.waitForStdout(/^.*\n/);
       assert.match(line, /^\{"url":"http:\/\/127\.0\.0\.1:\d+"\}\n$/);
       const { url } = JSON.parse(line) as { url: string };
       const control = new SimulatorControl(url);
@@ -697,16 +729,15 @@ describe('main.ts (the simulator as its own process)', () => {
       assert.equal((answer.json as ArrayResult[])[0]?.success, true);
       assert.deepEqual(await control.log(), []);
     } finally {
-      child.kill('SIGTERM');
+      simulator.kill('SIGTERM');
     }
-    assert.equal(await exited, 0);
+    const { code, stdout, stderr } = await simulator.exited;
+    assert.equal(code, 0, stderr);
+    assert.equal(stdout.split('\n').length, 2, 'exactly one line');
   });
 
   it('exits 1 with a message on stderr for a bad flag', async () => {
-    const child = spawn(process.execPath, [main, '--shape', 'xml'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const { code, stderr } = await runProcess(process.execPath, [main, '--shape', 'xml']);
     assert.equal(code, 1);
     assert.match(stderr, /--shape must be documented or array/);
   });
