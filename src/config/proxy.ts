@@ -11,6 +11,9 @@ export interface ProxySettings {
   noProxy: string;
 }
 
+/** The schemes of proxy undici can use. */
+const PROXY_PROTOCOLS = new Set(['http:', 'https:', 'socks5:', 'socks:']);
+
 const HINT = 'set it to a proxy URL such as http://proxy.internal:3128, or unset it';
 
 /**
@@ -21,10 +24,16 @@ export function proxySettings(env: NodeJS.ProcessEnv): ProxySettings | undefined
   const pick = (name: string): string | undefined => {
     const value = env[name.toLowerCase()] || env[name.toUpperCase()];
     if (!value) return undefined;
+    let protocol: string;
     try {
-      new URL(value);
+      protocol = new URL(value).protocol;
     } catch {
       throw new UsageError(`${name.toUpperCase()} is not a URL`, HINT);
+    }
+    // `proxy.internal:3128` parses as a URL of scheme `proxy.internal:`, and would fail every
+    // request later as a bad broker address. The value may hold a password: never quoted.
+    if (!PROXY_PROTOCOLS.has(protocol)) {
+      throw new UsageError(`${name.toUpperCase()} does not start with http://, https:// or socks5://`, HINT);
     }
     return value;
   };

@@ -42,6 +42,22 @@ describe('proxySettings', () => {
         /http:\/\/proxy\.internal:3128, or unset it/.test(error.hint ?? ''),
     );
   });
+
+  it('a proxy without a scheme is a usage error now, not a "bad broker address" on every request', () => {
+    // new URL() takes `proxy.internal:3128` for a URL of scheme `proxy.internal:`.
+    for (const value of ['proxy.internal:3128', 'ops:hunter2@proxy.internal:3128', 'ftp://proxy.internal']) {
+      assert.throws(
+        () => proxySettings({ https_proxy: value }),
+        (error) =>
+          error instanceof UsageError &&
+          error.message === 'HTTPS_PROXY does not start with http://, https:// or socks5://' &&
+          !error.message.includes('hunter2'),
+      );
+    }
+    for (const value of ['https://proxy.internal:3128', 'socks5://proxy.internal:1080']) {
+      assert.equal(proxySettings({ HTTPS_PROXY: value })?.httpsProxy, value);
+    }
+  });
 });
 
 describe('describeProxy (-v)', () => {
