@@ -13,8 +13,6 @@ import undiciRequest from 'undici/lib/api/api-request.js';
 import type { ProxySettings } from '../config/proxy.js';
 import type { RawAnswer } from './contract.js';
 
-export type { RawAnswer } from './contract.js';
-
 export interface TransportRequest {
   method: 'GET' | 'POST';
   /** scheme://host[:port] of the replica. */
