@@ -11,6 +11,7 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { StdinLike } from '../../src/args.js';
 import { BrokerClient } from '../../src/broker/client.js';
+import { UndiciTransport } from '../../src/broker/transport.js';
 import { DEFAULT_RETRY } from '../../src/broker/retry.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { runExtend } from '../../src/commands/lease/extend.js';
@@ -111,7 +112,7 @@ export async function runVerb(
     server,
     timeoutMs: options.timeoutMs ?? 10_000,
     userAgent: 'queenctl/test',
-    connections: options.concurrency ?? 16,
+    transport: new UndiciTransport({ connections: options.concurrency ?? 16 }),
   });
   const runtime = {
     io,
