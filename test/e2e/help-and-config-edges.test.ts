@@ -5,13 +5,40 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
+import { startSimulator, type Simulator } from '../simulator/simulator.js';
 import { BIN, cleanEnv, runCli } from '../support/cli.js';
 
+/** Never given a request that should reach it: its log is the evidence that nothing was sent. */
+let silent: Simulator;
+/** Answers the runs that should go through. */
+let live: Simulator;
+
+before(async () => {
+  silent = await startSimulator();
+  live = await startSimulator();
+});
+after(async () => {
+  await silent.close();
+  await live.close();
+});
+
 const scratchHome = (): string => mkdtempSync(join(tmpdir(), 'queenctl-home-'));
+
+/** A fresh HOME whose ~/.queen/config.yaml holds `text`; returns the HOME and the file. */
+function homeWith(text: string): { home: string; path: string } {
+  const home = scratchHome();
+  mkdirSync(join(home, '.queen'));
+  const path = join(home, '.queen', 'config.yaml');
+  writeFileSync(path, text);
+  return { home, path };
+}
+
+/** `text` as a regular expression that matches it exactly. */
+const literal = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The names under "Commands:" in a --help text, without commander's own `help`. */
 function commandsOf(helpText: string): string[] {
@@ -99,5 +126,77 @@ _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"`,
     assert.deepEqual(complete(['queenctl', 'help', 'lease', '']), ['extend', 'inspect', 'watch']);
     assert.deepEqual(complete(['queenctl', 'help', 'config', 'use']), ['use-context']);
     assert.deepEqual(complete(['queenctl', 'help', 'lease', 'extend', '']), []);
+  });
+});
+
+describe('the current context deleted', { concurrency: true }, () => {
+  it('warns, unsets current-context, and then current-context and lease commands stop with exit 1', async () => {
+    const home = scratchHome();
+    const path = join(home, '.queen', 'config.yaml');
+    const config = (args: string[]) => runCli(['config', ...args], { env: { HOME: home } });
+    assert.equal((await config(['set-context', 'a', '--server', silent.url])).code, 0);
+    assert.equal((await config(['set-context', 'b', '--server', silent.url])).code, 0);
+    assert.equal((await config(['use-context', 'a'])).code, 0);
+
+    const deleted = await config(['delete-context', 'a']);
+    assert.equal(deleted.code, 0, deleted.stderr);
+    assert.match(deleted.stdout, /^Deleted context "a" from /);
+    assert.match(
+      deleted.stderr,
+      /^queenctl: warning: "a" was the current-context, and no context is current now: .*use-context <name> \(b\)/,
+    );
+    assert.doesNotMatch(readFileSync(path, 'utf8'), /current-context/);
+
+    const current = await config(['current-context']);
+    assert.equal(current.code, 1);
+    assert.equal(current.stdout, '');
+    assert.match(
+      current.stderr,
+      new RegExp(`^queenctl: no context is chosen: ${literal(path)} has no current-context, and neither --context`),
+    );
+    assert.match(current.stderr, /queenctl config use-context <name> \(known contexts in .*: b\)/);
+
+    const leaseId = live.mint({ seconds: 600 });
+    for (const verb of [['extend'], ['inspect'], ['watch', '--for', '30s']]) {
+      const result = await runCli(['lease', ...verb, leaseId], { env: { HOME: home } });
+      assert.equal(result.code, 1, `lease ${verb[0]}: ${result.stderr}`);
+      assert.equal(result.stdout, '');
+      assert.match(
+        result.stderr,
+        new RegExp(
+          `^queenctl: no context is chosen: ${literal(path)} has contexts but no current-context, ` +
+            'and none of --context, QUEEN_CONTEXT, --server or QUEEN_SERVER is set\n',
+        ),
+      );
+      assert.match(result.stderr, /or name the broker for this run: --context <name> or --server <url>/);
+    }
+    assert.equal(silent.log.length, 0, "nothing went to the remaining context's broker either");
+    assert.equal(live.log.filter((entry) => entry.leaseId === leaseId).length, 0, 'nothing went to the lease broker');
+  });
+
+  it('--server, QUEEN_SERVER, --context or QUEEN_CONTEXT still chooses; without a file none is needed', async () => {
+    const { home } = homeWith(`contexts:\n  - name: live\n    server: ${live.url}\n  - name: other\n`);
+    for (const [args, env] of [
+      [['--server', live.url], {}],
+      [[], { QUEEN_SERVER: live.url }],
+      [['--context', 'live'], {}],
+      [[], { QUEEN_CONTEXT: 'live' }],
+      [[], { HOME: scratchHome(), QUEEN_SERVER: live.url }],
+    ] as const) {
+      const leaseId = live.mint({ seconds: 600 });
+      const result = await runCli(['lease', 'extend', leaseId, '-o', 'json', ...args], { env: { HOME: home, ...env } });
+      assert.equal(result.code, 0, `${args.join(' ')} ${JSON.stringify(env)}: ${result.stderr}`);
+      assert.equal(JSON.parse(result.stdout).leaseId, leaseId);
+    }
+  });
+
+  it('set-context with no flags on a new name says the context it created is empty', async () => {
+    const home = scratchHome();
+    const result = await runCli(['config', 'set-context', 'blank'], { env: { HOME: home } });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^Created an empty context "blank" in .*: no server \(so http:\/\/localhost:6632\)/);
+    assert.match(result.stdout, /queenctl config set-context blank --server <url>/);
+    const named = await runCli(['config', 'set-context', 'full', '--server', live.url], { env: { HOME: home } });
+    assert.match(named.stdout, /^Context "full" created in /);
   });
 });

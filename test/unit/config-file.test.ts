@@ -120,6 +120,25 @@ ${GO_EXAMPLE}  - name: staging
     );
   });
 
+  it('deleting the current context unsets current-context; deleting another leaves it', async () => {
+    const path = join(scratch(), 'config.yaml');
+    writeFileSync(path, COMMENTED);
+    const config = await EditableConfig.load(path);
+    assert.equal(config.deleteContext('local'), false);
+    assert.equal(config.config.currentContext, 'prod');
+    assert.equal(config.deleteContext('prod'), true);
+    await config.save();
+    const text = readFileSync(path, 'utf8');
+    assert.ok(!text.includes('current-context'), text);
+    assert.ok(text.includes('# Written by hand; keep these notes.'));
+    const reread = await readConfigFile(path);
+    assert.equal(reread.currentContext, undefined);
+    assert.deepEqual(
+      reread.contexts.map((entry) => entry.name),
+      ['staging'],
+    );
+  });
+
   it('an unknown context name is refused with the known ones listed, and nothing is written', async () => {
     const path = join(scratch(), 'config.yaml');
     writeFileSync(path, GO_EXAMPLE);
