@@ -200,3 +200,59 @@ describe('the current context deleted', { concurrency: true }, () => {
     assert.match(named.stdout, /^Context "full" created in /);
   });
 });
+
+describe('a config file that cannot be read', { concurrency: true }, () => {
+  const BROKEN: Array<[string, string, number, RegExp]> = [
+    ['bad YAML', 'contexts:\n  - name: [a\n', 4, /is not valid YAML/],
+    ['contexts not a list', 'contexts:\n  a: {}\n', 3, /contexts must be a list/],
+    ['a context without a name', 'contexts:\n  - server: http://x:1\n', 3, /a context has no name/],
+    ['server not a string', 'contexts:\n  - name: a\n    server: 6632\n', 4, /server must be a non-empty string/],
+    ['insecure not a boolean', 'contexts:\n  - name: a\n    insecure: "no"\n', 4, /insecure must be true or false/],
+    ['token-ref not a string', 'contexts:\n  - name: a\n    token-ref: [env]\n', 4, /token-ref must be a non-empty/],
+  ];
+
+  for (const [what, text, line, problem] of BROKEN) {
+    it(`${what}: lease extend stops with exit 1 at line ${line}, sending nothing even with --server`, async () => {
+      const { home, path } = homeWith(`current-context: a\n${text}`);
+      const leaseId = silent.mint({ seconds: 600 });
+      const result = await runCli(['lease', 'extend', leaseId, '--server', silent.url], { env: { HOME: home } });
+      assert.equal(result.code, 1, result.stderr);
+      assert.equal(result.stdout, '');
+      assert.match(result.stderr, new RegExp(`^queenctl: the config file ${literal(path)}:${line}\\b`));
+      assert.match(result.stderr, problem);
+      assert.equal(silent.log.length, 0);
+    });
+  }
+
+  it('stops every command that reads it, naming the file and line, and leaves the file as it was', async () => {
+    const text = 'current-context: a\ncontexts:\n  - name: a\n    server: http://x:1\n    insecure: maybe\n';
+    const { home, path } = homeWith(text);
+    const leaseId = silent.mint({ seconds: 600 });
+    const commands = [
+      ['lease', 'extend', leaseId],
+      ['lease', 'inspect', leaseId],
+      ['lease', 'watch', leaseId, '--for', '30s'],
+      ['config', 'view'],
+      ['config', 'get-contexts'],
+      ['config', 'current-context'],
+      ['config', 'use-context', 'a'],
+      ['config', 'set-context', 'a', '--server', 'http://y:1'],
+      ['config', 'delete-context', 'a'],
+    ];
+    const results = await Promise.all(
+      commands.map((args) => runCli(args, { env: { HOME: home, QUEEN_SERVER: silent.url } })),
+    );
+    for (const [index, result] of results.entries()) {
+      const command = commands[index]!.join(' ');
+      assert.equal(result.code, 1, `${command}: ${result.stderr}`);
+      assert.equal(result.stdout, '', command);
+      assert.match(
+        result.stderr,
+        new RegExp(`^queenctl: the config file ${literal(path)}:5: insecure must be true or false\n`),
+        command,
+      );
+    }
+    assert.equal(readFileSync(path, 'utf8'), text);
+    assert.equal(silent.log.length, 0);
+  });
+});
