@@ -208,7 +208,8 @@ function lineOf(node: unknown, lineCounter: LineCounter): number | undefined {
 export function knownContexts(config: ConfigFile): string {
   return config.contexts.length > 0
     ? `known contexts in ${config.path}: ${config.contexts.map((entry) => entry.name).join(', ')}`
-    : `${config.path} ${config.exists ? 'has no contexts' : 'does not exist'}; create one with: queenctl config set-context <name> --server <url>`;
+    : `${config.path} ${config.exists ? 'has no contexts' : 'does not exist'}; ` +
+        'create one with: queenctl config set-context <name> --server <url>';
 }
 
 /** The context by name, or a usage error that lists the ones there are. */

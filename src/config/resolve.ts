@@ -157,7 +157,8 @@ export async function resolveConnection(
   const https = servers.filter((server) => server.startsWith('https:'));
   if (insecure && https.length > 0) {
     warnings.push(
-      `${flags.insecure ? '--insecure' : `context ${JSON.stringify(context?.name)} has insecure: true`}: the TLS certificate of ${listHosts(https)} is not verified, ` +
+      `${flags.insecure ? '--insecure' : `context ${JSON.stringify(context?.name)} has insecure: true`}: ` +
+        `the TLS certificate of ${listHosts(https)} is not verified, ` +
         'so anyone on the network path can pose as the broker' +
         (token !== undefined ? ' and take the token' : '') +
         '. Trust its CA with --cacert <file> instead',
@@ -167,7 +168,8 @@ export async function resolveConnection(
     const exposed = servers.filter((server) => server.startsWith('http:') && !isLoopbackHost(new URL(server).hostname));
     if (exposed.length > 0) {
       warnings.push(
-        `the bearer token goes over plain http to ${listHosts(exposed)}: anyone on the network path can read and reuse it. Use https://`,
+        `the bearer token goes over plain http to ${listHosts(exposed)}: ` +
+          'anyone on the network path can read and reuse it. Use https://',
       );
     }
   }

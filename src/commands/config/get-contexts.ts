@@ -44,7 +44,8 @@ export async function runGetContexts(runtime: LocalRuntime): Promise<ExitCode> {
     if (!config.exists) {
       await write(
         io.stderr,
-        `queenctl: no config file at ${config.path}; create a context with: queenctl config set-context <name> --server <url>\n`,
+        `queenctl: no config file at ${config.path}; ` +
+          'create a context with: queenctl config set-context <name> --server <url>\n',
       );
     } else if (chosen && !records.some((record) => record.current)) {
       await write(
@@ -61,7 +62,8 @@ export async function runGetContexts(runtime: LocalRuntime): Promise<ExitCode> {
     ) {
       await write(
         io.stderr,
-        `queenctl: ${chosen.how} chooses ${JSON.stringify(chosen.name)} over the file's current-context ${JSON.stringify(config.currentContext)}\n`,
+        `queenctl: ${chosen.how} chooses ${JSON.stringify(chosen.name)} ` +
+          `over the file's current-context ${JSON.stringify(config.currentContext)}\n`,
       );
     }
   }
