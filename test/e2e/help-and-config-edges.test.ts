@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../simulator/simulator.js';
-import { BIN, cleanEnv, runCli } from '../support/cli.js';
+import { BIN, cleanEnv, runCli, type CliResult } from '../support/cli.js';
 
 /** Never given a request that should reach it: its log is the evidence that nothing was sent. */
 let silent: Simulator;
@@ -25,6 +25,10 @@ after(async () => {
   await silent.close();
   await live.close();
 });
+
+/** The built binary; a minute before a run counts as hung, as a loaded machine can be slow to start node. */
+const cli = (args: string[], env: Record<string, string> = {}): Promise<CliResult> =>
+  runCli(args, { env, timeoutMs: 60_000 });
 
 const scratchHome = (): string => mkdtempSync(join(tmpdir(), 'queenctl-home-'));
 
@@ -57,9 +61,9 @@ describe('queenctl help <group> <verb>', { concurrency: true }, () => {
     const seen: string[] = [];
     for (let i = 0; i < paths.length; i++) {
       const path = paths[i]!;
-      const viaFlag = await runCli([...path, '--help']);
+      const viaFlag = await cli([...path, '--help']);
       assert.equal(viaFlag.code, 0, viaFlag.stderr);
-      const viaHelp = await runCli(['help', ...path]);
+      const viaHelp = await cli(['help', ...path]);
       assert.equal(viaHelp.code, 0, `queenctl help ${path.join(' ')}: ${viaHelp.stderr}`);
       assert.equal(viaHelp.stderr, '');
       assert.equal(viaHelp.stdout, viaFlag.stdout, `queenctl help ${path.join(' ')}`);
@@ -71,14 +75,14 @@ describe('queenctl help <group> <verb>', { concurrency: true }, () => {
   });
 
   it('`help lease extend` is the verb, not the group', async () => {
-    const result = await runCli(['help', 'lease', 'extend']);
+    const result = await cli(['help', 'lease', 'extend']);
     assert.equal(result.code, 0);
     assert.match(result.stdout, /^Usage: queenctl lease extend \[options\] <leaseId\.\.\.>/);
   });
 
   it('`queenctl lease` alone still prints the group help', async () => {
-    const group = await runCli(['lease', '--help']);
-    const bare = await runCli(['lease']);
+    const group = await cli(['lease', '--help']);
+    const bare = await cli(['lease']);
     // A group without its verb is commander's usage error: the help goes to stderr.
     assert.equal(bare.code, 1);
     assert.equal(bare.stdout, '');
@@ -86,13 +90,13 @@ describe('queenctl help <group> <verb>', { concurrency: true }, () => {
   });
 
   it('an unknown command is a usage error that names it and lists the known ones', async () => {
-    const top = await runCli(['help', 'nosuch']);
+    const top = await cli(['help', 'nosuch']);
     assert.equal(top.code, 1);
     assert.equal(top.stdout, '');
     assert.match(top.stderr, /^queenctl: unknown command "nosuch" for "queenctl"\n/);
     assert.match(top.stderr, /the commands of queenctl are: lease, config, completion, version, help\n/);
 
-    const verb = await runCli(['help', 'lease', 'extnd']);
+    const verb = await cli(['help', 'lease', 'extnd']);
     assert.equal(verb.code, 1);
     assert.match(verb.stderr, /unknown command "extnd" for "queenctl lease"\n {2}.*: extend, inspect, watch\n/);
   });
@@ -133,7 +137,7 @@ describe('the current context deleted', { concurrency: true }, () => {
   it('warns, unsets current-context, and then current-context and lease commands stop with exit 1', async () => {
     const home = scratchHome();
     const path = join(home, '.queen', 'config.yaml');
-    const config = (args: string[]) => runCli(['config', ...args], { env: { HOME: home } });
+    const config = (args: string[]) => cli(['config', ...args], { HOME: home });
     assert.equal((await config(['set-context', 'a', '--server', silent.url])).code, 0);
     assert.equal((await config(['set-context', 'b', '--server', silent.url])).code, 0);
     assert.equal((await config(['use-context', 'a'])).code, 0);
@@ -158,7 +162,7 @@ describe('the current context deleted', { concurrency: true }, () => {
 
     const leaseId = live.mint({ seconds: 600 });
     for (const verb of [['extend'], ['inspect'], ['watch', '--for', '30s']]) {
-      const result = await runCli(['lease', ...verb, leaseId], { env: { HOME: home } });
+      const result = await cli(['lease', ...verb, leaseId], { HOME: home });
       assert.equal(result.code, 1, `lease ${verb[0]}: ${result.stderr}`);
       assert.equal(result.stdout, '');
       assert.match(
@@ -184,7 +188,7 @@ describe('the current context deleted', { concurrency: true }, () => {
       [[], { HOME: scratchHome(), QUEEN_SERVER: live.url }],
     ] as const) {
       const leaseId = live.mint({ seconds: 600 });
-      const result = await runCli(['lease', 'extend', leaseId, '-o', 'json', ...args], { env: { HOME: home, ...env } });
+      const result = await cli(['lease', 'extend', leaseId, '-o', 'json', ...args], { HOME: home, ...env });
       assert.equal(result.code, 0, `${args.join(' ')} ${JSON.stringify(env)}: ${result.stderr}`);
       assert.equal(JSON.parse(result.stdout).leaseId, leaseId);
     }
@@ -192,11 +196,11 @@ describe('the current context deleted', { concurrency: true }, () => {
 
   it('set-context with no flags on a new name says the context it created is empty', async () => {
     const home = scratchHome();
-    const result = await runCli(['config', 'set-context', 'blank'], { env: { HOME: home } });
+    const result = await cli(['config', 'set-context', 'blank'], { HOME: home });
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^Created an empty context "blank" in .*: no server \(so http:\/\/localhost:6632\)/);
     assert.match(result.stdout, /queenctl config set-context blank --server <url>/);
-    const named = await runCli(['config', 'set-context', 'full', '--server', live.url], { env: { HOME: home } });
+    const named = await cli(['config', 'set-context', 'full', '--server', live.url], { HOME: home });
     assert.match(named.stdout, /^Context "full" created in /);
   });
 });
@@ -215,7 +219,7 @@ describe('a config file that cannot be read', { concurrency: true }, () => {
     it(`${what}: lease extend stops with exit 1 at line ${line}, sending nothing even with --server`, async () => {
       const { home, path } = homeWith(`current-context: a\n${text}`);
       const leaseId = silent.mint({ seconds: 600 });
-      const result = await runCli(['lease', 'extend', leaseId, '--server', silent.url], { env: { HOME: home } });
+      const result = await cli(['lease', 'extend', leaseId, '--server', silent.url], { HOME: home });
       assert.equal(result.code, 1, result.stderr);
       assert.equal(result.stdout, '');
       assert.match(result.stderr, new RegExp(`^queenctl: the config file ${literal(path)}:${line}\\b`));
@@ -239,9 +243,7 @@ describe('a config file that cannot be read', { concurrency: true }, () => {
       ['config', 'set-context', 'a', '--server', 'http://y:1'],
       ['config', 'delete-context', 'a'],
     ];
-    const results = await Promise.all(
-      commands.map((args) => runCli(args, { env: { HOME: home, QUEEN_SERVER: silent.url } })),
-    );
+    const results = await Promise.all(commands.map((args) => cli(args, { HOME: home, QUEEN_SERVER: silent.url })));
     for (const [index, result] of results.entries()) {
       const command = commands[index]!.join(' ');
       assert.equal(result.code, 1, `${command}: ${result.stderr}`);
