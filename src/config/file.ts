@@ -122,7 +122,8 @@ export async function parseConfigDocument(path: string, text: string): Promise<P
   let cycle: Alias | undefined;
   yaml.visit(document, {
     Alias(_key, node, ancestors) {
-      if (!ancestors.includes(node.resolve(document) as never)) return undefined;
+      const target = node.resolve(document);
+      if (!target || !ancestors.includes(target)) return undefined;
       cycle = node;
       return yaml.visit.BREAK;
     },
