@@ -160,6 +160,14 @@ describe('the current context deleted', { concurrency: true }, () => {
     );
     assert.match(current.stderr, /queenctl config use-context <name> \(known contexts in .*: b\)/);
 
+    const listed = await config(['get-contexts', '-o', 'json']);
+    assert.equal(listed.code, 0);
+    assert.deepEqual(
+      JSON.parse(listed.stdout).map((context: { name: string; current: boolean }) => [context.name, context.current]),
+      [['b', false]],
+    );
+    assert.match(listed.stderr, /no context is current, so lease commands stop until one is chosen/);
+
     const leaseId = live.mint({ seconds: 600 });
     for (const verb of [['extend'], ['inspect'], ['watch', '--for', '30s']]) {
       const result = await cli(['lease', ...verb, leaseId], { HOME: home });

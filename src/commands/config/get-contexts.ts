@@ -47,6 +47,12 @@ export async function runGetContexts(runtime: LocalRuntime): Promise<ExitCode> {
         `queenctl: no config file at ${config.path}; ` +
           'create a context with: queenctl config set-context <name> --server <url>\n',
       );
+    } else if (!chosen && records.length > 0) {
+      await write(
+        io.stderr,
+        'queenctl: no context is current, so lease commands stop until one is chosen: ' +
+          'queenctl config use-context <name>, --context or --server\n',
+      );
     } else if (chosen && !records.some((record) => record.current)) {
       await write(
         io.stderr,
