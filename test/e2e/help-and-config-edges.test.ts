@@ -9,7 +9,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startSimulator, type Simulator } from '../simulator/simulator.js';
+import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { BIN, cleanEnv, runCli, type CliResult } from '../support/cli.js';
 
 /** Never given a request that should reach it: its log is the evidence that nothing was sent. */
