@@ -5,7 +5,10 @@
 import { fail, isString, optional } from './input.js';
 import { isRecord, jsonReply, type Reply } from './wire.js';
 
-/** What a bearer token grants. Roles `read-write` and `admin` may renew; anything else is 403. */
+/**
+ * What a bearer token grants. Roles `read-write` and `admin` may renew; `read-only` may also list
+ * the consumer groups; any other role is 403 everywhere.
+ */
 export interface TokenGrant {
   role: string;
   tenant?: string;
@@ -19,6 +22,9 @@ export type Scope = { tenant: string | undefined } | null;
 
 /** The roles that may renew a lease. */
 export const RENEWING_ROLES: ReadonlySet<string> = new Set(['read-write', 'admin']);
+
+/** The roles that may read the consumer groups (docs/broker.md: the read-only role is enough). */
+export const READING_ROLES: ReadonlySet<string> = new Set(['read-only', ...RENEWING_ROLES]);
 
 /** To a Map: a plain object would find `constructor` or `__proto__` as "tokens". */
 export function parseTokens(value: unknown): Tokens {

@@ -4,9 +4,11 @@
  * a demo or a benchmark that runs the simulator in another process (main.ts). The routes call
  * the in-process `Simulator` methods of the same names; so does the client, one HTTP call each.
  *
- *   POST   /_sim/leases              mint (a LeaseSpec) → 201 and the lease
+ *   POST   /_sim/leases              mint (a LeaseSpec) → 201 and the lease; or mint many (an
+ *                                    array of LeaseSpecs, in one call) → 201 and their ids
  *   GET    /_sim/leases/:id          the lease, expiries as ISO timestamps → 200, or 404
- *   DELETE /_sim/leases/:id          release (an ack) → 204, or 404
+ *   DELETE /_sim/leases/:id          release (an ack: its partitions stay listed, no holder)
+ *                                    → 204, or 404
  *   POST   /_sim/leases/:id/expire   expire every row → 204, or 404
  *   POST   /_sim/faults              inject a fault (a WireFault) → 204
  *   DELETE /_sim/faults              clear every fault → 204
@@ -45,8 +47,11 @@ function route(sim: Simulator, method: string, parts: string[], body: string): R
   const noSuchLease = (): Reply => jsonReply(404, { error: 'no such lease' });
   const shapes = ['', `${resource}`, `${resource}/:id`, `${resource}/:id/${action}`];
   switch (`${method} ${shapes[parts.length] ?? ''}`) {
-    case 'POST leases':
-      return jsonReply(201, leaseWire(sim.lease(sim.mint(input() as LeaseSpec))));
+    case 'POST leases': {
+      const specs = input();
+      if (!Array.isArray(specs)) return jsonReply(201, leaseWire(sim.lease(sim.mint(specs as LeaseSpec))));
+      return jsonReply(201, sim.mintMany(specs as LeaseSpec[]));
+    }
     case 'GET leases/:id': {
       const lease = sim.lease(id);
       return lease ? jsonReply(200, leaseWire(lease)) : noSuchLease();
@@ -129,13 +134,18 @@ export class SimulatorControl {
     return lease.leaseId;
   }
 
+  /** Mints a lease per spec in one request (none if any spec is wrong); resolves to their ids, in order. */
+  async mintMany(specs: LeaseSpec[]): Promise<string[]> {
+    return (await this.call('POST', '/_sim/leases', specs)) as string[];
+  }
+
   /** The lease with its rows, or undefined once released (or never minted). */
   async lease(leaseId: string): Promise<LeaseView | undefined> {
     const lease = await this.call('GET', this.leasePath(leaseId), undefined, [404]);
     return lease === undefined ? undefined : fromWire(lease as WireLease);
   }
 
-  /** An ack/nack. Resolves false when there was no such lease. */
+  /** An ack/nack: its partitions stay listed with no holder. Resolves false when there was no such lease. */
   async release(leaseId: string): Promise<boolean> {
     return (await this.call('DELETE', this.leasePath(leaseId), undefined, [404])) !== undefined;
   }

@@ -19,7 +19,8 @@ export type FaultAction =
 /**
  * A fault applies to broker requests (everything outside `/_sim/`, `/health` included). Faults are
  * tried in injection order and a request takes the first that matches; `times` counts down
- * (default: until `clearFaults()`); `leaseId` restricts a fault to requests for that decoded id.
+ * (default: until `clearFaults()`); `leaseId` restricts a fault to requests on the extend path
+ * for that decoded id (a consumer-group request names no lease: such a fault never matches it).
  * `status` without a body answers `{"error":"<reason phrase>"}`. `reset-mid-body` runs the renewal
  * first (the broker committed, the answer was lost) and sends its status and half its body.
  */

@@ -2,18 +2,30 @@
  * The simulator's leases. As on the broker (docs/broker.md), a lease id names what one pop
  * claimed: one or more rows, each a (queue, partition, consumer group) with its own expiry.
  * Renewing moves every live row; an expired row stays expired, and its lease keeps its id
- * until an ack (`release`) removes it. (The broker's consumer-group routes list these same rows
- * by group and queue, each with its holder's lease id.)
+ * until an ack (`release`) removes it. The broker's consumer-group routes list these same rows
+ * by group and queue, each with its holder's lease id (consumer-groups.ts).
+ *
+ * One holder per (queue, partition, group): a lease minted on a row another lease holds becomes
+ * its holder, whether the other's row is live or expired. On the broker a pop claims only a free
+ * partition (never claimed, acked, or expired), so minting over a live row is the simulator's
+ * shortcut for "the old lease expired and a new pop claimed the partition": the old lease loses
+ * that row (it renews it no more), and once it holds no row at all it is gone, as on the broker,
+ * where no partition names its id any more. Rows minted without a partition name take one that
+ * the (queue, group) never used, so they never take anything over.
  *
  * Every time is broker epoch ms and is passed in (`now`): the caller reads the broker clock once
  * per request, so one answer never mixes two instants.
  */
 import { randomBytes } from 'node:crypto';
 import type { Scope } from './auth.js';
-import { fail, isFiniteNumber, isPositiveInt, isString, optional } from './input.js';
+import { ConsumerGroups } from './consumer-groups.js';
+import { fail, isFiniteNumber, isPositiveInt, isString, optional, SimulatorInputError } from './input.js';
 import { isRecord } from './wire.js';
 
-/** One row of a lease; each field defaults (queue `default`, partition `p<n>`, queue mode). */
+/**
+ * One row of a lease. Left out: the lease's queue and group, and a partition name that the
+ * (queue, group) never used (`p1`, `p2`, … in a fresh simulator).
+ */
 export interface PartitionSpec {
   queue?: string;
   partition?: string;
@@ -26,6 +38,8 @@ export interface LeaseSpec {
   seconds?: number;
   /** Queue of every row without its own `queue` (default `default`). */
   queue?: string;
+  /** Consumer group of every row without its own `group` (default `__QUEUE_MODE__`, queue mode). */
+  group?: string;
   /** A count of rows (default 1), or one entry per (queue, partition, group) row. */
   partitions?: number | PartitionSpec[];
   tenant?: string;
@@ -76,20 +90,55 @@ export class LeaseStore {
   private readonly leases = new Map<string, StoredLease>();
   readonly counters: RenewalCounters = { renewedRows: 0, lapses: 0, minMarginMs: null };
 
+  /** The consumer groups' view of the same rows: who holds each partition. */
+  readonly groups = new ConsumerGroups();
+
   /** Validates `spec` (SimulatorInputError: 400, or 409 for an id in use) and stores the lease. */
   mint(spec: unknown, now: number): string {
-    const plan = parseLeaseSpec(spec);
-    let leaseId = plan.leaseId;
-    if (leaseId !== undefined && this.leases.has(leaseId)) fail(`lease ${leaseId} already exists`, 409);
-    while (leaseId === undefined || this.leases.has(leaseId)) leaseId = uuidV7Like(now);
-    const rows = plan.rows.map(({ seconds, ...names }) => ({ ...names, expiresAt: now + seconds * 1000 }));
-    if (rows.some((row) => row.expiresAt > MAX_EXPIRY_MS)) fail('seconds puts the expiry past year 9999');
-    this.leases.set(leaseId, { leaseId, tenant: plan.tenant, rows, lapsed: false });
+    const [leaseId] = this.mintMany([spec], now);
+    if (leaseId === undefined) throw new Error('simulator: a mint of one lease minted none');
     return leaseId;
   }
 
-  /** An ack or nack: the lease and its rows are gone. False when no such lease. */
-  release(leaseId: string): boolean {
+  /**
+   * Mints a lease per spec, in order: what one control request does for a test that needs
+   * thousands. Every spec is checked before any lease is minted; a later spec may take over a
+   * row an earlier one claimed, exactly as when minted one by one.
+   */
+  mintMany(specs: unknown, now: number): string[] {
+    if (!Array.isArray(specs)) fail('lease specs must be an array');
+    const plans = specs.map((spec, i) => {
+      try {
+        return parseLeaseSpec(spec);
+      } catch (err) {
+        if (err instanceof SimulatorInputError && specs.length > 1) fail(`leases[${i}]: ${err.message}`, err.status);
+        throw err;
+      }
+    });
+    const named = new Set<string>();
+    for (const plan of plans) {
+      const id = plan.leaseId;
+      if (id === undefined) continue;
+      if (this.leases.has(id) || named.has(id)) fail(`lease ${id} already exists`, 409);
+      named.add(id);
+    }
+    for (const plan of plans) {
+      if (plan.rows.some((row) => now + row.seconds * 1000 > MAX_EXPIRY_MS)) {
+        fail('seconds puts the expiry past year 9999');
+      }
+    }
+    return plans.map((plan) => this.store(plan, now));
+  }
+
+  /**
+   * An ack or nack: the lease is gone; its partitions stay listed in their groups, without a
+   * holder. It always succeeds, also on an expired lease, whose ack the broker would refuse
+   * (docs/broker.md): tests ack what they hold.
+   */
+  release(leaseId: string, now: number): boolean {
+    const lease = this.leases.get(leaseId);
+    if (!lease) return false;
+    this.groups.release(lease, now);
     return this.leases.delete(leaseId);
   }
 
@@ -155,18 +204,74 @@ export class LeaseStore {
     lease.lapsed = true;
     this.counters.lapses++;
   }
+
+  private store(plan: MintPlan, now: number): string {
+    let leaseId = plan.leaseId;
+    while (leaseId === undefined || this.leases.has(leaseId)) leaseId = uuidV7Like(now);
+    const rows = this.nameRows(plan.rows).map(({ seconds, ...names }) => ({
+      ...names,
+      expiresAt: now + seconds * 1000,
+    }));
+    const lease: StoredLease = { leaseId, tenant: plan.tenant, rows, lapsed: false };
+    this.leases.set(leaseId, lease);
+    for (const row of rows) {
+      const previous = this.groups.holderOf(row.group, row.queue, row.partition);
+      if (previous !== null) this.displace(previous.lease, previous.row, now);
+      this.groups.claim(lease, row, now);
+    }
+    return leaseId;
+  }
+
+  /** Names the rows minted without a partition name (see ConsumerGroups.freshName). */
+  private nameRows(rows: PlannedRow[]): Array<Omit<PlannedRow, 'partition'> & { partition: string }> {
+    const reserved = new Map<string, Set<string>>();
+    const reservedFor = (row: PlannedRow): Set<string> => {
+      const key = JSON.stringify([row.group, row.queue]);
+      let names = reserved.get(key);
+      if (names === undefined) {
+        names = new Set();
+        reserved.set(key, names);
+      }
+      return names;
+    };
+    for (const row of rows) if (row.partition !== undefined) reservedFor(row).add(row.partition);
+    return rows.map((row) => {
+      if (row.partition !== undefined) return { ...row, partition: row.partition };
+      const names = reservedFor(row);
+      const partition = this.groups.freshName(row.group, row.queue, names);
+      names.add(partition);
+      return { ...row, partition };
+    });
+  }
+
+  /** `lease` is no longer the holder of `row` (see the top of this file). */
+  private displace(lease: StoredLease, row: LeaseRow, now: number): void {
+    this.noteLapse(lease, now); // an expired lease whose partition was claimed again ran out
+    const i = lease.rows.indexOf(row);
+    if (i !== -1) lease.rows.splice(i, 1);
+    if (lease.rows.length === 0) this.leases.delete(lease.leaseId);
+  }
+}
+
+interface PlannedRow {
+  queue: string;
+  /** Undefined: a name the (queue, group) never used (ConsumerGroups.freshName). */
+  partition: string | undefined;
+  group: string;
+  seconds: number;
 }
 
 interface MintPlan {
   leaseId: string | undefined;
   tenant: string | undefined;
-  rows: Array<{ queue: string; partition: string; group: string; seconds: number }>;
+  rows: PlannedRow[];
 }
 
 function parseLeaseSpec(spec: unknown): MintPlan {
   if (!isRecord(spec)) fail('lease spec must be an object');
   const seconds = optional(spec, 'seconds', isFiniteNumber, 'a finite number') ?? DEFAULT_MINT_SECONDS;
   const queue = optional(spec, 'queue', isString, 'a string') ?? DEFAULT_QUEUE;
+  const group = optional(spec, 'group', isString, 'a string') ?? DEFAULT_GROUP;
   const tenant = optional(spec, 'tenant', isString, 'a string');
   const leaseId = optional(spec, 'leaseId', isString, 'a string');
   if (leaseId === '') fail('leaseId must not be empty');
@@ -176,17 +281,18 @@ function parseLeaseSpec(spec: unknown): MintPlan {
   else if (isPositiveInt(partitions)) entries = Array.from({ length: partitions }, () => ({}));
   else fail('partitions must be a positive integer or an array');
   if (entries.length === 0) fail('partitions must not be empty');
-  const rows = entries.map((entry, i) => {
+  const rows = entries.map((entry, i): PlannedRow => {
     if (!isRecord(entry)) fail(`partitions[${i}] must be an object`);
     return {
       queue: optional(entry, 'queue', isString, 'a string') ?? queue,
-      partition: optional(entry, 'partition', isString, 'a string') ?? `p${i + 1}`,
-      group: optional(entry, 'group', isString, 'a string') ?? DEFAULT_GROUP,
+      partition: optional(entry, 'partition', isString, 'a string'),
+      group: optional(entry, 'group', isString, 'a string') ?? group,
       seconds: optional(entry, 'seconds', isFiniteNumber, 'a finite number') ?? seconds,
     };
   });
-  const keys = new Set(rows.map((r) => JSON.stringify([r.queue, r.partition, r.group])));
-  if (keys.size !== rows.length) fail('each (queue, partition, group) may appear once');
+  const named = rows.filter((r) => r.partition !== undefined);
+  const keys = new Set(named.map((r) => JSON.stringify([r.queue, r.partition, r.group])));
+  if (keys.size !== named.length) fail('each (queue, partition, group) may appear once');
   return { leaseId, tenant, rows };
 }
 

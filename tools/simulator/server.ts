@@ -1,7 +1,8 @@
 /**
  * A lease broker simulator: an HTTP(S) server that answers the broker's routes the way the Queen
  * broker does (docs/broker.md), so queenctl can be tested against every answer it may meet. It
- * serves the documented broker or the older array-shaped one (extend-route.ts), injects faults
+ * serves the documented broker or the older array-shaped one (extend-route.ts) and the
+ * consumer-group routes that name each partition's holder (consumer-groups.ts), injects faults
  * (faults.ts), and is driven in process through `Simulator` or from another process (main.ts)
  * through its control interface under `/_sim/` (control.ts).
  *
@@ -58,8 +59,14 @@ export interface Simulator {
   readonly port: number;
   /** Entries of broker requests, oldest first (bounded by `logLimit`). */
   readonly log: readonly LogEntry[];
+  /** A lease on the rows of `spec` (leases.ts: one holder per queue, partition and group). */
   mint(spec?: LeaseSpec): string;
-  /** An ack or nack: the rows are gone. False when no such lease. */
+  /** A lease per spec, in order, every spec checked first: thousands of leases in one call. */
+  mintMany(specs: LeaseSpec[]): string[];
+  /**
+   * An ack or nack: the lease is gone; its partitions stay listed in their consumer groups with
+   * no holder (`workerId` null). False when no such lease.
+   */
   release(leaseId: string): boolean;
   /** Sets every row's expiry to the past. False when no such lease. */
   expire(leaseId: string): boolean;
@@ -94,6 +101,7 @@ class BrokerSimulator implements Simulator, BrokerState {
   private readonly sockets = new Set<Socket>();
   private readonly store = new LeaseStore();
   readonly extend = new ExtendRoute(this.store, () => this.brokerNow());
+  readonly consumerGroups = this.store.groups;
   private readonly faults = new Faults();
   private readonly requests: RequestLog;
   private extendRequests = 0;
@@ -153,8 +161,12 @@ class BrokerSimulator implements Simulator, BrokerState {
     return this.store.mint(spec, this.brokerNow());
   }
 
+  mintMany(specs: LeaseSpec[]): string[] {
+    return this.store.mintMany(specs, this.brokerNow());
+  }
+
   release(leaseId: string): boolean {
-    return this.store.release(leaseId);
+    return this.store.release(leaseId, this.brokerNow());
   }
 
   expire(leaseId: string): boolean {

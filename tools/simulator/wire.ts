@@ -91,13 +91,14 @@ export interface Reply {
 
 /** A JSON answer with the broker's headers. */
 export function jsonReply(status: number, value: unknown): Reply {
+  return jsonTextReply(status, JSON.stringify(value));
+}
+
+/** `body` as is, with the headers of a JSON answer: the broker's empty body for an unknown group. */
+export function jsonTextReply(status: number, body: string): Reply {
   // The recording shows Access-Control-Max-Age on error answers only.
   const maxAge: Record<string, string> = status >= 400 ? { 'Access-Control-Max-Age': '86400' } : {};
-  return {
-    status,
-    headers: { ...CORS_HEADERS, ...maxAge, 'Content-Type': 'application/json' },
-    body: JSON.stringify(value),
-  };
+  return { status, headers: { ...CORS_HEADERS, ...maxAge, 'Content-Type': 'application/json' }, body };
 }
 
 export const emptyReply = (status: number): Reply => ({ status, headers: {}, body: '' });
