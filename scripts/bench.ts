@@ -14,10 +14,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { SimulatorControl } from '../test/simulator/control.js';
+import { SimulatorControl } from '../tools/simulator/index.js';
 
 const BIN = fileURLToPath(new URL('../../bin/queenctl.cjs', import.meta.url));
-const SIMULATOR = fileURLToPath(new URL('../test/simulator/main.js', import.meta.url));
+const SIMULATOR = fileURLToPath(new URL('../tools/simulator/main.js', import.meta.url));
 
 const { values: flags } = parseArgs({
   options: {

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startSimulator, type Simulator } from '../test/simulator/simulator.js';
+import { startSimulator, type Simulator } from '../tools/simulator/index.js';
 
 const BIN = fileURLToPath(new URL('../../bin/queenctl.cjs', import.meta.url));
 const color = process.stdout.isTTY && !process.env.NO_COLOR;

@@ -8,7 +8,7 @@ import { completeCommand, completionCommand } from './commands/completion.js';
 import { configCommand } from './commands/config/index.js';
 import { leaseCommand } from './commands/lease/index.js';
 import { globalContext, addGlobalOptions } from './commands/globals.js';
-import { ExitCode, QueenctlError } from './exit.js';
+import { ExitCode, QueenctlError, UsageError } from './exit.js';
 import { errorMessage } from './output/words.js';
 import { VERSION } from './version.js';
 
@@ -97,6 +97,13 @@ Examples:
     .action(() => {
       process.stdout.write(`queenctl ${VERSION} (node ${process.version})\n`);
     });
+  // Commander's own `help` looks one word deep: `help lease extend` would show the group's help.
+  program
+    .command('help')
+    .description('show the help of a command: queenctl help lease extend')
+    .argument('[command...]', 'a command, or a group and its verb')
+    .addHelpText('after', '\nExamples:\n  queenctl help lease extend\n  queenctl help config')
+    .action((path: string[]) => showHelpOf(program, path));
   // Subcommands built elsewhere do not inherit these settings; give them to every command.
   const everyCommand = (command: Command): Command[] => [command, ...command.commands.flatMap(everyCommand)];
   for (const command of everyCommand(program)) command.exitOverride().configureHelp({ showGlobalOptions: true });
@@ -107,6 +114,35 @@ Examples:
     process.exitCode = exitCodeFor(error);
   }
   if (signalled) process.exitCode = signalled === 'SIGTERM' ? ExitCode.Terminated : ExitCode.Interrupted;
+}
+
+/**
+ * `queenctl help lease extend` prints what `queenctl lease extend --help` prints (exit 0), as
+ * `kubectl help` and `gh help` do. An unknown word is a usage error listing the known ones.
+ */
+function showHelpOf(program: Command, path: readonly string[]): void {
+  let command = program;
+  for (const [depth, name] of path.entries()) {
+    const next = command.commands.find((child) => child.name() === name || child.aliases().includes(name));
+    if (!next) {
+      const where = ['queenctl', ...path.slice(0, depth)].join(' ');
+      // Hidden ones (__complete) are found when named, never offered; a group's own `help` neither.
+      const known = command
+        .createHelp()
+        .visibleCommands(command)
+        .filter((child) => command.commands.includes(child))
+        .map((child) => child.name());
+      throw new UsageError(
+        `unknown command ${JSON.stringify(name)} for "${where}"`,
+        known.length > 0
+          ? `the commands of ${where} are: ${known.join(', ')}`
+          : `${where} has no subcommands; its help: ${['queenctl help', ...path.slice(0, depth)].join(' ')}`,
+      );
+    }
+    command = next;
+  }
+  // Prints on stdout and ends the run with exit 0 (a CommanderError, through exitOverride).
+  command.help();
 }
 
 function exitCodeFor(error: unknown): ExitCode {

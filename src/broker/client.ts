@@ -1,20 +1,17 @@
 /**
- * The broker client: one keep-alive connection pool (an undici Agent) for every request of a
- * run, a deadline per request, and strict parsing through contract.ts. Transport failures
- * become BrokerErrors here, so commands never see sockets or status numbers.
+ * The broker client: which replica to ask, how long to wait, and what came back, as the typed
+ * errors of exit.ts (through contract.ts for answers), so commands never see sockets or status
+ * numbers. Sending one request is the Transport's job (transport.ts).
  *
  * The server may be several replicas of one broker (comma-separated; they share a database, so
  * any can renew a lease): a request that cannot reach one, or gets a 5xx from it, goes to the
- * next. Renewing takes the later deadline, so asking a second replica never shortens a lease.
+ * next. Renewing takes the later deadline, so asking a second replica never shortens a lease
+ * (docs/broker.md).
  */
-import type { Dispatcher } from 'undici';
-// The Agent and its request API alone, not undici's index: the index also loads fetch,
-// websockets, caches and mocks, ~60 ms of start-up per invocation that a lease command never
-// uses (see undici-agent.d.ts). The index attaches the API to Dispatcher.prototype; we call it.
-import Agent from 'undici/lib/dispatcher/agent.js';
-import undiciRequest from 'undici/lib/api/api-request.js';
+import { systemClock, type Clock } from '../clock.js';
 import { BrokerError, QueenctlError, UsageError } from '../exit.js';
 import { excerpt, parseRenewal, type RawAnswer, type Renewal } from './contract.js';
+import { TransportFailure, type Transport } from './transport.js';
 
 export interface BrokerClientOptions {
   /** Base URL of the broker, e.g. http://localhost:6632; replicas separated by commas. */
@@ -23,14 +20,10 @@ export interface BrokerClientOptions {
   /** Deadline of one request, connect to last byte, failovers included. */
   timeoutMs: number;
   userAgent: string;
-  /** Connections kept open to each replica; bounds concurrency of bulk commands. */
-  connections?: number;
-  /** Skip TLS verification (https only). */
-  insecure?: boolean;
-  /** The CA certificates (PEM) to trust for https, instead of the system's. */
-  ca?: string | undefined;
-  /** HTTP(S)_PROXY and NO_PROXY, from proxySettings(); undefined: connect directly. */
-  proxy?: ProxySettings | undefined;
+  /** Sends each request (UndiciTransport; a fake in tests). The client closes it in close(). */
+  transport: Transport;
+  /** Deadlines and elapsed time; default: real timers on a monotonic clock. Tests pass a fake. */
+  clock?: Clock;
   /** -v: one line per request; the token is never part of it. */
   trace?: ((line: string) => void) | undefined;
 }
@@ -41,28 +34,56 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
-export interface ProxySettings {
-  httpProxy: string | undefined;
-  httpsProxy: string | undefined;
-  noProxy: string;
-}
-
-/** Answers larger than this are not a lease renewal; reading stops there. */
-const MAX_BODY_BYTES = 1024 * 1024;
-
 interface Replica {
   url: string;
   origin: string;
   basePath: string;
 }
 
+/** One request as a route method describes it to request(). */
+interface Call<T> {
+  method: 'GET' | 'POST';
+  /** The route below the replica's base path, ids in it percent-encoded. */
+  path: string;
+  /** JSON; none for a GET. */
+  body?: string;
+  /** For messages: what the request does ("renew") and what its answer is ("a lease renewal"). */
+  doing: string;
+  answer: string;
+  /** The answer as a result, or a QueenctlError (one with a 5xx status goes on to the next replica). */
+  judge: (answer: RawAnswer, server: string) => T;
+}
+
+/** One try of a request on one replica. */
+interface Attempt {
+  replica: Replica;
+  /** " (replica 2 of 3)" when there are several, for -v. */
+  label: string;
+  /** This replica's share of the time left; undefined for the last, which gets all that remains. */
+  shareMs: number | undefined;
+  timeoutMs: number;
+  request: RequestSignal;
+  outer: AbortSignal | undefined;
+}
+
+type Outcome<T> =
+  | { ok: true; value: T }
+  | { ok: false; error: BrokerError; failover: true }
+  | { ok: false; error: QueenctlError; failover: false };
+
+/** Shorter tokens are not real bearer tokens (globals.ts redacts output by the same rule). */
+const MIN_SCRUBBED_LENGTH = 4;
+
+/** Real timers; elapsed time on process.hrtime, as the global `performance` loads perf_hooks. */
+const monotonicTimers: Clock = { now: () => Number(process.hrtime.bigint()) / 1e6, sleep: systemClock.sleep };
+
 export class BrokerClient {
   private readonly replicas: Replica[];
   /** The replica that answered last: later requests start there instead of at a dead one. */
   private preferred = 0;
-  private agent: Dispatcher | undefined;
-  private agentReady: Promise<Dispatcher> | undefined;
+  private readonly clock: Clock;
   private readonly headers: Record<string, string>;
+  private readonly jsonHeaders: Record<string, string>;
 
   constructor(private readonly options: BrokerClientOptions) {
     this.replicas = options.server
@@ -74,13 +95,12 @@ export class BrokerClient {
         return { url, origin: parsed.origin, basePath: parsed.pathname.replace(/\/+$/, '') };
       });
     if (this.replicas.length === 0) throw new UsageError('no broker URL given', 'use --server http://localhost:6632');
-    // The common path (no proxy) builds its Agent now; the proxy agent is loaded only when used.
-    if (!options.proxy) this.agent = new Agent(this.agentOptions());
+    this.clock = options.clock ?? monotonicTimers;
     this.headers = {
-      'content-type': 'application/json',
       'user-agent': options.userAgent,
       ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
     };
+    this.jsonHeaders = { 'content-type': 'application/json', ...this.headers };
   }
 
   /** The replica that answered last (the first one before any answer). */
@@ -90,44 +110,33 @@ export class BrokerClient {
 
   /** POST /api/v1/lease/:leaseId/extend with `{"seconds": n}`; see contract.ts for the rules. */
   async extend(leaseId: string, seconds: number, options: RequestOptions = {}): Promise<Renewal> {
-    const path = `/api/v1/lease/${leaseIdSegment(leaseId)}/extend`;
-    return this.failover(path, JSON.stringify({ seconds }), options, (answer, replica) =>
-      parseRenewal(leaseId, answer, replica.url),
+    return this.request(
+      {
+        method: 'POST',
+        path: `/api/v1/lease/${leaseIdSegment(leaseId)}/extend`,
+        body: JSON.stringify({ seconds }),
+        doing: 'renew',
+        answer: 'a lease renewal',
+        judge: (answer, server) => parseRenewal(leaseId, answer, server),
+      },
+      options,
     );
   }
 
   async close(): Promise<void> {
-    const agent = this.agent ?? (this.agentReady ? await this.agentReady.catch(() => undefined) : undefined);
-    await agent?.close();
+    await this.options.transport.close();
   }
 
-  private agentOptions(): ConstructorParameters<typeof Agent>[0] {
-    return {
-      connections: this.options.connections ?? 16,
-      keepAliveTimeout: 30_000,
-      // The deadline is ours (--timeout, or the time a watched lease has left); undici's own
-      // 300 s header and body timeouts would cut a longer one short.
-      headersTimeout: 0,
-      bodyTimeout: 0,
-      connect: { rejectUnauthorized: !this.options.insecure, ...(this.options.ca ? { ca: this.options.ca } : {}) },
-    };
-  }
-
-  private dispatcher(): Dispatcher | Promise<Dispatcher> {
-    if (this.agent) return this.agent;
-    this.agentReady ??= (async () => {
-      const proxy = this.options.proxy!;
-      // undici's whole index, on this path only: the proxy agent tunnels with Client#connect,
-      // an API method the index attaches to every dispatcher.
-      const { EnvHttpProxyAgent } = await import('undici');
-      const tls = { rejectUnauthorized: !this.options.insecure, ...(this.options.ca ? { ca: this.options.ca } : {}) };
-      this.options.trace?.(describeProxy(proxy));
-      // requestTls: the broker's TLS inside the proxy's tunnel; the proxy's own TLS (an
-      // https:// proxy) is checked against the system CAs.
-      this.agent = new EnvHttpProxyAgent({ ...this.agentOptions(), requestTls: tls, ...proxy });
-      return this.agent;
-    })();
-    return this.agentReady;
+  /** Any route: failover, deadlines and the token kept out of every message it throws. */
+  private async request<T>(call: Call<T>, options: RequestOptions): Promise<T> {
+    try {
+      return await this.failover(call, options);
+    } catch (error) {
+      // A broker or proxy that quotes the request's headers back in its error body must not
+      // put the token into a message (globals.ts scrubs the streams too).
+      if (error instanceof QueenctlError) error.message = this.scrub(error.message);
+      throw error;
+    }
   }
 
   /**
@@ -135,16 +144,11 @@ export class BrokerClient {
    * 5xx. Each replica but the last gets an equal share of the time left, so one that hangs
    * cannot use up the whole deadline; the last gets all that remains.
    */
-  private async failover<T>(
-    path: string,
-    body: string,
-    options: RequestOptions,
-    judge: (answer: RawAnswer, replica: Replica) => T,
-  ): Promise<T> {
+  private async failover<T>(call: Call<T>, options: RequestOptions): Promise<T> {
     const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
-    const request = requestSignal(timeoutMs, options.signal);
-    const startedAt = monotonicMs();
-    const failures: Array<{ replica: Replica; error: Error }> = [];
+    const request = requestSignal(this.clock, timeoutMs, options.signal);
+    const startedAt = this.clock.now();
+    const failures: Array<{ replica: Replica; error: BrokerError }> = [];
     const count = this.replicas.length;
     const first = this.preferred;
     try {
@@ -152,9 +156,10 @@ export class BrokerClient {
         const index = (first + tried) % count;
         const replica = this.replicas[index]!;
         const left = count - tried;
-        const shareMs = left > 1 ? Math.max(1, (timeoutMs - (monotonicMs() - startedAt)) / left) : undefined;
+        const shareMs = left > 1 ? Math.max(1, (timeoutMs - (this.clock.now() - startedAt)) / left) : undefined;
         const label = count > 1 ? ` (replica ${index + 1} of ${count})` : '';
-        const outcome = await this.attempt(replica, path, body, options, request, shareMs, label, judge);
+        const outer = options.signal;
+        const outcome = await this.attempt(call, { replica, label, shareMs, timeoutMs, request, outer });
         if (outcome.ok) {
           this.preferred = index;
           return outcome.value;
@@ -163,9 +168,11 @@ export class BrokerClient {
         // would say the same, and what other replicas said before no longer matters.
         if (!outcome.failover) throw outcome.error;
         failures.push({ replica, error: outcome.error });
-        if (left === 1 || request.deadline.aborted) throw combine(failures);
+        if (left === 1 || request.deadline.aborted) throw combine(failures, call.doing);
         const next = this.replicas[(index + 1) % count]!;
-        this.options.trace?.(`${replica.url} failed (${outcome.error.message}); trying the next replica, ${next.url}`);
+        this.options.trace?.(
+          this.scrub(`${replica.url} failed (${outcome.error.message}); trying the next replica, ${next.url}`),
+        );
       }
       throw new Error('unreachable: the last replica either answers or throws');
     } finally {
@@ -173,164 +180,165 @@ export class BrokerClient {
     }
   }
 
-  private async attempt<T>(
-    replica: Replica,
-    path: string,
-    body: string,
-    options: RequestOptions,
-    request: RequestSignal,
-    shareMs: number | undefined,
-    label: string,
-    judge: (answer: RawAnswer, replica: Replica) => T,
-  ): Promise<{ ok: true; value: T } | { ok: false; error: Error; failover: boolean }> {
+  private async attempt<T>(call: Call<T>, attempt: Attempt): Promise<Outcome<T>> {
     let answer: RawAnswer;
     try {
-      answer = await this.send(replica, path, body, request, shareMs, label);
+      answer = await this.send(call, attempt);
     } catch (error) {
-      if (options.signal?.aborted) throw options.signal.reason;
-      // An answer too large to be a renewal is judged, not a replica that failed.
-      if (error instanceof QueenctlError) return { ok: false, error, failover: false };
-      return {
-        ok: false,
-        error: this.failure(error, replica, request.deadline.aborted, timeoutMsOf(options, this.options), shareMs),
-        failover: true,
-      };
+      if (attempt.outer?.aborted) throw attempt.outer.reason;
+      return failure(error, call, attempt);
     }
     try {
-      return { ok: true, value: judge(answer, replica) };
+      return { ok: true, value: call.judge(answer, attempt.replica.url) };
     } catch (error) {
       if (!(error instanceof QueenctlError)) throw error;
       // A 5xx is this replica's trouble: another may answer.
-      return { ok: false, error, failover: error instanceof BrokerError && (error.status ?? 0) >= 500 };
+      if (error instanceof BrokerError && (error.status ?? 0) >= 500) return { ok: false, error, failover: true };
+      return { ok: false, error, failover: false };
     }
   }
 
-  private failure(
-    error: unknown,
-    replica: Replica,
-    overallTimedOut: boolean,
-    timeoutMs: number,
-    shareMs: number | undefined,
-  ): Error {
-    if (error instanceof AttemptTimeout) {
-      return new BrokerError(
-        `no answer from ${replica.url} within ${formatMs(Math.round(shareMs ?? timeoutMs))}, its share of --timeout`,
-        true,
-      );
-    }
-    if (overallTimedOut) {
-      return new BrokerError(
-        `no answer from ${replica.url} within ${formatMs(timeoutMs)}`,
-        true,
-        'raise --timeout, or check the broker and its database',
-      );
-    }
-    const failure = transportError(error, replica.url);
-    if (!this.options.proxy) return failure;
-    // The address that failed may be the proxy's: say that it is in the way.
-    return new BrokerError(
-      failure.message,
-      failure.transient,
-      `requests go through the proxy of HTTPS_PROXY/HTTP_PROXY: check it is up, or list the broker's host in NO_PROXY`,
-    );
-  }
-
-  /** One attempt on one replica; `shareMs` bounds it below the request's own deadline. */
-  private async send(
-    replica: Replica,
-    path: string,
-    body: string,
-    request: RequestSignal,
-    shareMs: number | undefined,
-    label: string,
-  ): Promise<RawAnswer> {
-    const attempt = shareMs === undefined ? undefined : attemptSignal(request.signal, shareMs);
+  /** One attempt on one replica; its share of the time bounds it below the request's own deadline. */
+  private async send<T>(call: Call<T>, attempt: Attempt): Promise<RawAnswer> {
+    const { replica, label, request } = attempt;
+    const share =
+      attempt.shareMs === undefined ? undefined : attemptSignal(this.clock, request.signal, attempt.shareMs);
     const trace = this.options.trace;
-    const startedAt = monotonicMs();
-    const took = (): string => `${Math.round(monotonicMs() - startedAt)}ms`;
-    trace?.(
-      `POST ${replica.origin}${replica.basePath}${path}${label} ${body}${this.options.token ? ' (authorization: Bearer [redacted])' : ''}`,
-    );
+    const startedAt = this.clock.now();
+    const took = (): string => `${Math.round(this.clock.now() - startedAt)}ms`;
+    const path = replica.basePath + call.path;
+    const body = call.body === undefined ? '' : ` ${call.body}`;
+    const authorization = this.options.token ? ' (authorization: Bearer [redacted])' : '';
+    trace?.(this.scrub(`${call.method} ${replica.origin}${path}${label}${body}${authorization}`));
     try {
-      const agent = await this.dispatcher();
-      const response = await undiciRequest.call(agent, {
-        origin: replica.origin,
-        path: replica.basePath + path,
-        method: 'POST',
-        headers: this.headers,
-        body,
-        signal: attempt?.signal ?? request.signal,
-      });
-      const answer = { status: response.statusCode, headers: response.headers, body: await readCapped(response.body) };
+      const answer = this.scrubAnswer(
+        await this.options.transport.send({
+          method: call.method,
+          origin: replica.origin,
+          path,
+          headers: call.body === undefined ? this.headers : this.jsonHeaders,
+          body: call.body,
+          signal: share?.signal ?? request.signal,
+        }),
+      );
       trace?.(`HTTP ${answer.status} from ${replica.origin}${label} in ${took()}: ${excerpt(answer.body)}`);
       return answer;
     } catch (error) {
-      if (!(error instanceof BrokerError))
-        trace?.(`no answer from ${replica.origin}${label} after ${took()}: ${(error as Error).message}`);
-      if (attempt?.timedOut() && !request.deadline.aborted) throw new AttemptTimeout();
+      if (!isTooLarge(error)) {
+        trace?.(this.scrub(`no answer from ${replica.origin}${label} after ${took()}: ${(error as Error).message}`));
+      }
+      if (share?.timedOut() && !request.deadline.aborted) throw new AttemptTimeout();
       throw error;
     } finally {
-      attempt?.release();
+      share?.release();
     }
   }
-}
 
-function timeoutMsOf(options: RequestOptions, client: BrokerClientOptions): number {
-  return options.timeoutMs ?? client.timeoutMs;
+  /** The token out of text the client hands on, should a broker or proxy echo it back. */
+  private scrub(text: string): string {
+    const token = this.options.token;
+    return token !== undefined && token.length >= MIN_SCRUBBED_LENGTH ? text.replaceAll(token, '[redacted]') : text;
+  }
+
+  /**
+   * An answer that quotes the token has it replaced before anything reads it: a message quotes
+   * only the first bytes of a body, and a token cut in two there would no longer be found.
+   */
+  private scrubAnswer(answer: RawAnswer): RawAnswer {
+    const body = this.scrub(answer.body);
+    return body === answer.body ? answer : { ...answer, body };
+  }
 }
 
 /** One replica used up its share of the deadline (not the request's own deadline). */
 class AttemptTimeout extends Error {}
 
+function isTooLarge(error: unknown): error is TransportFailure {
+  return error instanceof TransportFailure && error.kind === 'too-large';
+}
+
+/** Why an attempt got no answer, as the BrokerError to report, and whether another replica may do better. */
+function failure(error: unknown, call: Call<unknown>, attempt: Attempt): Outcome<never> {
+  const { replica, timeoutMs, shareMs } = attempt;
+  // An answer too large to be one of ours is judged, not a replica that failed.
+  if (isTooLarge(error)) {
+    const tooLarge = new BrokerError(`the broker's answer is ${error.message}: not ${call.answer}`, false);
+    return { ok: false, error: tooLarge, failover: false };
+  }
+  let reported: BrokerError;
+  if (error instanceof AttemptTimeout) {
+    const share = formatMs(Math.round(shareMs ?? timeoutMs));
+    reported = new BrokerError(`no answer from ${replica.url} within ${share}, its share of --timeout`, true);
+  } else if (attempt.request.deadline.aborted) {
+    reported = new BrokerError(
+      `no answer from ${replica.url} within ${formatMs(timeoutMs)}`,
+      true,
+      'raise --timeout, or check the broker and its database',
+    );
+  } else {
+    const cause =
+      error instanceof TransportFailure
+        ? error
+        : new TransportFailure('other', error instanceof Error ? error.message : String(error));
+    reported = transportError(cause, replica.url);
+  }
+  return { ok: false, error: reported, failover: true };
+}
+
 /** The error of the last replica alone, or of every replica when several were tried. */
-function combine(failures: Array<{ replica: Replica; error: Error }>): Error {
+function combine(failures: Array<{ replica: Replica; error: BrokerError }>, doing: string): BrokerError {
   const last = failures[failures.length - 1]!;
-  if (failures.length === 1 || !(last.error instanceof BrokerError)) return last.error;
-  const errors = failures.map((failure) => failure.error as BrokerError);
+  if (failures.length === 1) return last.error;
   const said = failures.map(({ replica, error }) =>
     error.message.includes(replica.url) ? error.message : `${replica.url}: ${error.message}`,
   );
   return new BrokerError(
-    `no replica of the broker could renew: ${said.join('; ')}`,
-    errors.some((error) => error.transient),
+    `no replica of the broker could ${doing}: ${said.join('; ')}`,
+    failures.some(({ error }) => error.transient),
     last.error.hint ?? 'check the replicas in --server, QUEEN_SERVER or the context',
-    (last.error as BrokerError).status,
+    last.error.status,
   );
 }
 
-/** HTTPS_PROXY, HTTP_PROXY and NO_PROXY (lower case first, as curl and undici read them). */
-export function proxySettings(env: NodeJS.ProcessEnv): ProxySettings | undefined {
-  const pick = (name: string): string | undefined => {
-    const value = env[name.toLowerCase()] || env[name.toUpperCase()];
-    if (!value) return undefined;
-    try {
-      new URL(value);
-    } catch {
-      throw new UsageError(
-        `${name.toUpperCase()} is not a URL`,
-        'set it to a proxy URL such as http://proxy.internal:3128, or unset it',
-      );
-    }
-    return value;
-  };
-  const httpProxy = pick('http_proxy');
-  const httpsProxy = pick('https_proxy');
-  if (!httpProxy && !httpsProxy) return undefined;
-  return { httpProxy, httpsProxy, noProxy: env.no_proxy ?? env.NO_PROXY ?? '' };
+/** Maps a transport failure to a BrokerError that says what happened and what to do. */
+export function transportError(failure: TransportFailure, server: string): BrokerError {
+  const error = describeFailure(failure, server);
+  if (!failure.viaProxy) return error;
+  // The address that failed may be the proxy's: say that it is in the way.
+  return new BrokerError(
+    error.message,
+    error.transient,
+    `requests go through the proxy of HTTPS_PROXY/HTTP_PROXY: check it is up, or list the broker's host in NO_PROXY`,
+  );
 }
 
-/** For -v: the proxies by origin only, so credentials in a proxy URL are never shown. */
-function describeProxy(proxy: ProxySettings): string {
-  const origin = (url: string | undefined): string | undefined => (url ? new URL(url).origin : undefined);
-  const http = origin(proxy.httpProxy);
-  const https = origin(proxy.httpsProxy) ?? http;
-  const route =
-    https === http
-      ? `through the proxy ${http}`
-      : http
-        ? `through the proxy ${http} for http, ${https} for https`
-        : `through the proxy ${https} for https (http goes direct)`;
-  return `${route}${proxy.noProxy ? `, except NO_PROXY ${proxy.noProxy}` : ''}`;
+function describeFailure({ kind, message: detail, code }: TransportFailure, server: string): BrokerError {
+  switch (kind) {
+    case 'tls':
+      return new BrokerError(
+        `TLS connection to ${server} failed: ${detail}`,
+        false,
+        'trust its CA with --cacert <file>, or (not in production) --insecure',
+      );
+    case 'refused':
+      return new BrokerError(
+        `cannot reach the broker at ${server}: connection refused`,
+        true,
+        'is the broker running? check --server, QUEEN_SERVER or the context',
+      );
+    case 'host-not-found':
+      return new BrokerError(
+        `cannot reach the broker at ${server}: host not found`,
+        true,
+        'check --server, QUEEN_SERVER or the context',
+      );
+    case 'reset':
+      return new BrokerError(`the connection to ${server} was closed before a full answer`, true);
+    case 'bad-address':
+      return new BrokerError(`cannot use ${server} as a broker address: ${detail}`, false);
+    default:
+      return new BrokerError(`request to ${server} failed: ${detail}${code ? ` (${code})` : ''}`, true);
+  }
 }
 
 interface RequestSignal {
@@ -339,28 +347,41 @@ interface RequestSignal {
   release: () => void;
 }
 
+/** Calls `fire` after `ms` on the clock, unless the returned cancel is called first. */
+function timer(clock: Clock, ms: number, fire: () => void): () => void {
+  const cancel = new AbortController();
+  clock.sleep(ms, cancel.signal).then(
+    () => {
+      if (!cancel.signal.aborted) fire();
+    },
+    () => {},
+  );
+  return () => cancel.abort(RELEASED);
+}
+
+/** The reason a finished request's timers are cancelled with; one object, not one per request. */
+const RELEASED = new Error('released');
+
 /** An attempt's own signal: the request's, or its share of the deadline, whichever ends first. */
 function attemptSignal(
+  clock: Clock,
   parent: AbortSignal,
   ms: number,
 ): { signal: AbortSignal; timedOut: () => boolean; release: () => void } {
   const controller = new AbortController();
   let expired = false;
   const onParentAbort = (): void => controller.abort(parent.reason);
-  const timer = setTimeout(
-    () => {
-      expired = true;
-      controller.abort(new Error('replica deadline'));
-    },
-    Math.max(1, Math.round(ms)),
-  );
+  const cancel = timer(clock, Math.max(1, Math.round(ms)), () => {
+    expired = true;
+    controller.abort(new Error('replica deadline'));
+  });
   if (parent.aborted) onParentAbort();
   else parent.addEventListener('abort', onParentAbort, { once: true });
   return {
     signal: controller.signal,
     timedOut: () => expired,
     release: () => {
-      clearTimeout(timer);
+      cancel();
       parent.removeEventListener('abort', onParentAbort);
     },
   };
@@ -371,95 +392,34 @@ function attemptSignal(
  * AbortSignal.timeout/any: their timers and listeners outlive the request, and thousands of ids
  * in flight would hold memory for the whole timeout.
  */
-function requestSignal(timeoutMs: number, outer: AbortSignal | undefined): RequestSignal {
+function requestSignal(clock: Clock, timeoutMs: number, outer: AbortSignal | undefined): RequestSignal {
   const controller = new AbortController();
   const deadline = new AbortController();
   const onOuterAbort = (): void => controller.abort(outer?.reason);
-  const timer = setTimeout(
-    () => {
-      deadline.abort();
-      controller.abort(new Error('deadline'));
-    },
-    Math.max(1, timeoutMs),
-  );
+  const cancel = timer(clock, Math.max(1, timeoutMs), () => {
+    deadline.abort();
+    controller.abort(new Error('deadline'));
+  });
   if (outer?.aborted) onOuterAbort();
   else outer?.addEventListener('abort', onOuterAbort, { once: true });
   return {
     signal: controller.signal,
     deadline: deadline.signal,
     release: () => {
-      clearTimeout(timer);
+      cancel();
       outer?.removeEventListener('abort', onOuterAbort);
     },
   };
 }
 
 /**
- * The lease id as one path segment: percent-encoded, never interpreted (contract). Bare `.` and
- * `..` cannot be made one segment by any encoding, so args.ts refuses them before this.
+ * The lease id as one path segment: percent-encoded, never interpreted (docs/broker.md). Bare
+ * `.` and `..` cannot be made one segment by any encoding, so args.ts refuses them before this.
  */
 export function leaseIdSegment(leaseId: string): string {
   return encodeURIComponent(leaseId);
 }
 
-/** Milliseconds on a monotonic clock; process.hrtime, since the global `performance` loads perf_hooks. */
-function monotonicMs(): number {
-  return Number(process.hrtime.bigint()) / 1e6;
-}
-
-async function readCapped(body: Dispatcher.ResponseData['body']): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buffer = chunk as Buffer;
-    size += buffer.length;
-    if (size > MAX_BODY_BYTES) {
-      body.destroy();
-      throw new BrokerError(`the broker's answer is larger than ${MAX_BODY_BYTES} bytes: not a lease renewal`, false);
-    }
-    chunks.push(buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 function formatMs(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
-}
-
-const TLS_CODES = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|ERR_SSL|EPROTO/;
-
-/** Maps a transport failure to a BrokerError that says what happened and what to do. */
-export function transportError(error: unknown, server: string): BrokerError {
-  if (error instanceof BrokerError) return error;
-  const err = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
-  const code = err.code ?? err.cause?.code ?? '';
-  const detail = err.message ?? String(error);
-  if (TLS_CODES.test(code) || TLS_CODES.test(detail)) {
-    return new BrokerError(
-      `TLS connection to ${server} failed: ${detail}`,
-      false,
-      'trust its CA with --cacert <file>, or (not in production) --insecure',
-    );
-  }
-  if (code === 'ECONNREFUSED') {
-    return new BrokerError(
-      `cannot reach the broker at ${server}: connection refused`,
-      true,
-      'is the broker running? check --server, QUEEN_SERVER or the context',
-    );
-  }
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-    return new BrokerError(
-      `cannot reach the broker at ${server}: host not found`,
-      true,
-      'check --server, QUEEN_SERVER or the context',
-    );
-  }
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') {
-    return new BrokerError(`the connection to ${server} was closed before a full answer`, true);
-  }
-  if (code === 'UND_ERR_INVALID_ARG' || code === 'ERR_INVALID_URL') {
-    return new BrokerError(`cannot use ${server} as a broker address: ${detail}`, false);
-  }
-  return new BrokerError(`request to ${server} failed: ${detail}${code ? ` (${code})` : ''}`, true);
 }

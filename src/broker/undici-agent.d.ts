@@ -1,4 +1,5 @@
-// undici ships types for its index only; these modules are what the index re-exports.
+// undici ships types for its index only; these modules are what the index re-exports. Imported by
+// broker/transport.ts alone, which keeps undici's index off the start-up path.
 declare module 'undici/lib/dispatcher/agent.js' {
   import { Agent } from 'undici';
   export default Agent;

@@ -66,15 +66,34 @@ function argumentKind(path: string, command: Command): ValueKind | null {
 export function commandTree(command: Command, path = ''): CommandSpec {
   const help = new Help();
   const flags = help.visibleOptions(command).map(flagSpec);
+  const children = help
+    .visibleCommands(command)
+    .map((child) => commandTree(child, path ? `${path} ${child.name()}` : child.name()));
+  // `help lease extend` walks the same names as `lease extend`: the help command completes them.
+  const helpSpec = children.find((child) => child.name === 'help');
+  if (helpSpec) {
+    helpSpec.children = children.filter((child) => child !== helpSpec).map((child) => namesOnly(child, helpSpec.path));
+  }
   return {
     path,
     name: command.name(),
     description: command.description(),
-    children: help
-      .visibleCommands(command)
-      .map((child) => commandTree(child, path ? `${path} ${child.name()}` : child.name())),
+    children,
     flags,
     argument: argumentKind(path, command),
+  };
+}
+
+/** A command's names and descriptions under another path, for `help`: no flags, no arguments. */
+function namesOnly(spec: CommandSpec, under: string): CommandSpec {
+  const path = `${under} ${spec.name}`;
+  return {
+    path,
+    name: spec.name,
+    description: spec.description,
+    children: spec.children.filter((child) => child.name !== 'help').map((child) => namesOnly(child, path)),
+    flags: [],
+    argument: null,
   };
 }
 

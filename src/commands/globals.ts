@@ -4,9 +4,11 @@
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseCount, parseDuration } from '../args.js';
-import { BrokerClient, proxySettings } from '../broker/client.js';
+import { BrokerClient } from '../broker/client.js';
+import { UndiciTransport } from '../broker/transport.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../broker/retry.js';
 import { systemClock } from '../clock.js';
+import { proxySettings } from '../config/proxy.js';
 import { resolveConnection } from '../config/resolve.js';
 import { UsageError, type ExitCode } from '../exit.js';
 import type { IO, OutputStream } from '../io.js';
@@ -185,15 +187,19 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       for (const note of connection.notes) trace?.(note);
       // Said even with -q: the token or the broker's identity is at stake.
       for (const warning of connection.warnings) stderr.write(warningMessage(warning));
+      const transport = new UndiciTransport({
+        connections: flags.concurrency,
+        insecure: connection.insecure,
+        ca: connection.ca,
+        proxy: proxySettings(ports.env),
+        trace,
+      });
       const client = new BrokerClient({
         server: connection.server,
         token: connection.token,
         timeoutMs: flags.timeout,
         userAgent: `queenctl/${version}`,
-        connections: flags.concurrency,
-        insecure: connection.insecure,
-        ca: connection.ca,
-        proxy: proxySettings(ports.env),
+        transport,
         trace,
       });
       try {

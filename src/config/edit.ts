@@ -64,12 +64,19 @@ export class EditableConfig {
     return true;
   }
 
-  /** Removes the context; a usage error listing the others when there is none of that name. */
-  deleteContext(name: string): void {
+  /**
+   * Removes the context; a usage error listing the others when there is none of that name. The
+   * current one takes current-context with it (true then): a name left pointing at nothing
+   * would only move the error to the next command.
+   */
+  deleteContext(name: string): boolean {
     findContext(this.parsed, name, `in ${this.parsed.path}`);
     const contexts = this.contextsNode();
     const index = contexts?.items.findIndex((item) => this.yaml.isMap(item) && item.get('name') === name) ?? -1;
     contexts?.delete(index);
+    if (this.parsed.currentContext !== name) return false;
+    this.document.delete('current-context');
+    return true;
   }
 
   useContext(name: string): void {

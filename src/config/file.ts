@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { Document, LineCounter, Node as YamlNode } from 'yaml';
+import type { Alias, Document, LineCounter, Node as YamlNode, YAMLMap } from 'yaml';
 import { UsageError } from '../exit.js';
 
 export interface ContextEntry {
@@ -85,7 +85,8 @@ export interface ParsedConfig {
 export async function parseConfigDocument(path: string, text: string): Promise<ParsedConfig> {
   const yaml = await import('yaml');
   const lineCounter = new yaml.LineCounter();
-  const document = yaml.parseDocument(text, { lineCounter, prettyErrors: false });
+  // Merge keys (`<<: *defaults`) as the Go tool's YAML library reads them.
+  const document = yaml.parseDocument(text, { lineCounter, prettyErrors: false, merge: true });
   const problem = document.errors[0];
   if (problem) {
     const line = problem.linePos?.[0]?.line ?? lineCounter.linePos(problem.pos[0]).line;
@@ -95,34 +96,80 @@ export async function parseConfigDocument(path: string, text: string): Promise<P
     );
   }
   const at = (node: unknown): string => where(path, lineOf(node, lineCounter));
+  /** An alias (`*prod`) stands for the node it names; the line reported stays the alias's. */
+  const deref = (node: unknown): unknown => (yaml.isAlias(node) ? node.resolve(document) : node);
+  /** A mapping's keys and value nodes, merged ones (`<<`) under its own, as YAML 1.1 merges them. */
+  const entriesOf = (map: YAMLMap, seen = new Set<YAMLMap>()): Map<string, unknown> => {
+    const own = new Map<string, unknown>();
+    const merged: YAMLMap[] = [];
+    seen.add(map);
+    for (const pair of map.items) {
+      const key = yaml.isScalar(pair.key) ? pair.key.value : pair.key;
+      if (typeof key === 'symbol' || key === '<<') {
+        const source = deref(pair.value);
+        for (const item of yaml.isSeq(source) ? source.items.map(deref) : [source]) {
+          if (!yaml.isMap(item)) throw malformed(`${at(pair.value)}: << must merge a mapping (<<: *name)`);
+          if (!seen.has(item)) merged.push(item);
+        }
+      } else if (typeof key === 'string' && !own.has(key)) own.set(key, pair.value);
+    }
+    for (const source of merged) {
+      for (const [key, value] of entriesOf(source, seen)) if (!own.has(key)) own.set(key, value);
+    }
+    return own;
+  };
+  // An alias inside the node it names (`a: &a [*a]`) has no value a program can read.
+  let cycle: Alias | undefined;
+  yaml.visit(document, {
+    Alias(_key, node, ancestors) {
+      const target = node.resolve(document);
+      if (!target || !ancestors.includes(target)) return undefined;
+      cycle = node;
+      return yaml.visit.BREAK;
+    },
+  });
+  if (cycle) throw malformed(`${at(cycle)}: the alias *${cycle.source} is inside the node it names`);
+  try {
+    // What `config view` prints; it also refuses alias bombs (thousands of copies of one node).
+    document.toJS();
+  } catch (error) {
+    throw malformed(`${path} cannot be read as data: ${(error as Error).message}`);
+  }
+  const isNull = (node: unknown): boolean => node === undefined || (yaml.isScalar(node) && node.value === null);
+
   const root = document.contents;
   if (root === null || (yaml.isScalar(root) && (root.value === null || root.value === ''))) {
     return { config: { path, exists: true, currentContext: undefined, contexts: [] }, document };
   }
   if (!yaml.isMap(root)) throw malformed(`${at(root)}: the file must be a mapping with current-context and contexts`);
+  const top = entriesOf(root);
 
-  const currentNode = root.get('current-context', true);
+  const currentNode = top.get('current-context');
   let currentContext: string | undefined;
-  if (currentNode !== undefined && !(yaml.isScalar(currentNode) && currentNode.value === null)) {
-    if (!yaml.isScalar(currentNode) || typeof currentNode.value !== 'string') {
+  if (!isNull(deref(currentNode))) {
+    const node = deref(currentNode);
+    if (!yaml.isScalar(node) || typeof node.value !== 'string') {
       throw malformed(`${at(currentNode)}: current-context must be the name of a context`);
     }
-    currentContext = currentNode.value || undefined;
+    currentContext = node.value || undefined;
   }
 
-  const contextsNode = root.get('contexts', true);
+  const contextsNode = top.get('contexts');
   const contexts: ContextEntry[] = [];
-  if (contextsNode !== undefined && !(yaml.isScalar(contextsNode) && contextsNode.value === null)) {
-    if (!yaml.isSeq(contextsNode))
-      throw malformed(`${at(contextsNode)}: contexts must be a list of entries (- name: ...)`);
+  const list = deref(contextsNode);
+  if (!isNull(list)) {
+    if (!yaml.isSeq(list)) throw malformed(`${at(contextsNode)}: contexts must be a list of entries (- name: ...)`);
     const seen = new Map<string, string>();
-    for (const item of contextsNode.items) {
-      if (!yaml.isMap(item)) throw malformed(`${at(item)}: each context must be a mapping with a name`);
+    for (const item of list.items) {
+      const map = deref(item);
+      if (!yaml.isMap(map)) throw malformed(`${at(item)}: each context must be a mapping with a name`);
+      const fields = entriesOf(map);
       const entry: Record<string, unknown> = {};
       for (const [key, type] of Object.entries(CONTEXT_KEYS)) {
-        const node = item.get(key, true);
+        const node = fields.get(key);
         if (node === undefined) continue;
-        const value = yaml.isScalar(node) ? node.value : undefined;
+        const target = deref(node);
+        const value = yaml.isScalar(target) ? target.value : undefined;
         // `server:` or `cacert: ""` say nothing; a context without a name is another matter.
         if (key !== 'name' && (value === null || value === '')) continue;
         if (typeof value !== type || value === '') {
@@ -162,7 +209,8 @@ function lineOf(node: unknown, lineCounter: LineCounter): number | undefined {
 export function knownContexts(config: ConfigFile): string {
   return config.contexts.length > 0
     ? `known contexts in ${config.path}: ${config.contexts.map((entry) => entry.name).join(', ')}`
-    : `${config.path} ${config.exists ? 'has no contexts' : 'does not exist'}; create one with: queenctl config set-context <name> --server <url>`;
+    : `${config.path} ${config.exists ? 'has no contexts' : 'does not exist'}; ` +
+        'create one with: queenctl config set-context <name> --server <url>';
 }
 
 /** The context by name, or a usage error that lists the ones there are. */

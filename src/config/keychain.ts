@@ -57,7 +57,8 @@ const PLATFORMS: Partial<Record<NodeJS.Platform, Platform>> = {
     tool: 'secret-tool',
     args: (item) => ['lookup', 'service', item.service, 'username', item.account],
     install:
-      'install libsecret-tools (Debian, Ubuntu) or libsecret (Fedora, Arch), with a Secret Service such as GNOME Keyring or KeePassXC running',
+      'install libsecret-tools (Debian, Ubuntu) or libsecret (Fedora, Arch), ' +
+      'with a Secret Service such as GNOME Keyring or KeePassXC running',
     store: (item) =>
       `secret-tool store --label='queenctl ${item.account}' service ${item.service} username ${item.account}`,
   },
@@ -96,7 +97,8 @@ export async function readKeychainToken(
   if (result.code !== 0 || token === '') {
     const said = result.stderr.trim().split('\n')[0];
     throw new UsageError(
-      `the ${where} is ${ref}, and ${support.tool} found no such item (service ${item.service}, account ${item.account})${said ? `: ${said}` : ''}`,
+      `the ${where} is ${ref}, and ${support.tool} found no such item ` +
+        `(service ${item.service}, account ${item.account})${said ? `: ${said}` : ''}`,
       `store it with: ${support.store(item)}; ${ALTERNATIVES}`,
     );
   }

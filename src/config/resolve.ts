@@ -10,7 +10,14 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../exit.js';
-import { configPathFor, findContext, readConfigFile, type ConfigFile, type ContextEntry } from './file.js';
+import {
+  configPathFor,
+  findContext,
+  knownContexts,
+  readConfigFile,
+  type ConfigFile,
+  type ContextEntry,
+} from './file.js';
 import type { SecretToolRunner } from './keychain.js';
 
 export const DEFAULT_SERVER = 'http://localhost:6632';
@@ -73,6 +80,27 @@ export function chooseContext(
   return undefined;
 }
 
+/**
+ * Nothing names a context, in a file that has some: current-context was never set, or its
+ * context was deleted. `forBroker`: a command that needs a broker, for which --server and
+ * QUEEN_SERVER would also do.
+ */
+export function noContextChosen(config: ConfigFile, forBroker: boolean): UsageError {
+  const choosers = forBroker
+    ? 'none of --context, QUEEN_CONTEXT, --server or QUEEN_SERVER'
+    : 'neither --context nor QUEEN_CONTEXT';
+  const file = config.exists
+    ? `${config.path} has ${forBroker ? 'contexts but ' : ''}no current-context`
+    : `there is no config file at ${config.path}`;
+  const message = `no context is chosen: ${file}, and ${choosers} is set`;
+  if (config.contexts.length === 0) return new UsageError(message, knownContexts(config));
+  return new UsageError(
+    message,
+    `choose one with: queenctl config use-context <name> (${knownContexts(config)})` +
+      (forBroker ? '\n  or name the broker for this run: --context <name> or --server <url>' : ''),
+  );
+}
+
 export async function resolveConnection(
   flags: ConnectionFlags,
   env: NodeJS.ProcessEnv,
@@ -83,6 +111,13 @@ export async function resolveConnection(
   const notes: string[] = [config.exists ? `config file ${config.path}` : `no config file at ${config.path}`];
 
   const chosen = chooseContext(flags, env, config);
+  const flagServer = flags.server;
+  const envServer = fromEnv(env, 'QUEEN_SERVER');
+  // The default broker is for a machine without contexts. With contexts and none chosen, which
+  // broker was meant is a guess; sending a lease to the wrong one is worse than stopping.
+  if (!chosen && config.contexts.length > 0 && flagServer === undefined && envServer === undefined) {
+    throw noContextChosen(config, true);
+  }
   // A context named by any of the three must exist: talking to another broker than the one
   // the operator chose is worse than stopping (kubectl does the same).
   const fix =
@@ -92,8 +127,6 @@ export async function resolveConnection(
   const context = chosen ? findContext(config, chosen.name, `from ${chosen.how}`, fix) : undefined;
   if (chosen) notes.push(`context ${JSON.stringify(chosen.name)} from ${chosen.how}`);
 
-  const flagServer = flags.server;
-  const envServer = fromEnv(env, 'QUEEN_SERVER');
   const [serverSpec, serverHow] =
     flagServer !== undefined
       ? [flagServer, '--server']
@@ -124,7 +157,8 @@ export async function resolveConnection(
   const https = servers.filter((server) => server.startsWith('https:'));
   if (insecure && https.length > 0) {
     warnings.push(
-      `${flags.insecure ? '--insecure' : `context ${JSON.stringify(context?.name)} has insecure: true`}: the TLS certificate of ${listHosts(https)} is not verified, ` +
+      `${flags.insecure ? '--insecure' : `context ${JSON.stringify(context?.name)} has insecure: true`}: ` +
+        `the TLS certificate of ${listHosts(https)} is not verified, ` +
         'so anyone on the network path can pose as the broker' +
         (token !== undefined ? ' and take the token' : '') +
         '. Trust its CA with --cacert <file> instead',
@@ -134,7 +168,8 @@ export async function resolveConnection(
     const exposed = servers.filter((server) => server.startsWith('http:') && !isLoopbackHost(new URL(server).hostname));
     if (exposed.length > 0) {
       warnings.push(
-        `the bearer token goes over plain http to ${listHosts(exposed)}: anyone on the network path can read and reuse it. Use https://`,
+        `the bearer token goes over plain http to ${listHosts(exposed)}: ` +
+          'anyone on the network path can read and reuse it. Use https://',
       );
     }
   }

@@ -4,16 +4,15 @@
  * examples on every command.
  */
 import assert from 'node:assert/strict';
-import { execFile as execFileCallback, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
-import { BIN, cleanEnv, runCli } from '../support/cli.js';
+import { BIN, runCli, runProcess } from '../support/cli.js';
 
-const execFile = promisify(execFileCallback);
-let env: NodeJS.ProcessEnv;
+/** A HOME with a config file and `queenctl` on PATH, set on top of the clean environment. */
+let env: { HOME: string; PATH: string };
 let bashScript: string;
 
 /** The Commands and Options sections of a command's --help. */
@@ -61,14 +60,16 @@ async function commandPaths(): Promise<string[][]> {
 }
 
 /** What bash offers for the command line `words` (the last word is the one being completed). */
-function bashComplete(words: string[]): string[] {
+async function bashComplete(words: string[]): Promise<string[]> {
   const program = `source ${JSON.stringify(bashScript)}
 COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}
 _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"`;
-  return execFileSync('bash', ['-c', program], { env, encoding: 'utf8' }).split('\n').filter(Boolean).sort();
+  const result = await runProcess('bash', ['-c', program], { env });
+  assert.equal(result.code, 0, result.stderr);
+  return result.stdout.split('\n').filter(Boolean).sort();
 }
 
-before(() => {
+before(async () => {
   const home = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
   mkdirSync(join(home, '.queen'));
   writeFileSync(
@@ -82,18 +83,21 @@ before(() => {
     `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"\n`,
   );
   chmodSync(join(bin, 'queenctl'), 0o755);
-  env = cleanEnv({ HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` });
+  env = { HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` };
   bashScript = join(bin, 'queenctl.bash');
-  writeFileSync(bashScript, execFileSync('queenctl', ['completion', 'bash'], { env, encoding: 'utf8' }));
+  const script = await runProcess('queenctl', ['completion', 'bash'], { env });
+  assert.equal(script.code, 0, script.stderr);
+  writeFileSync(bashScript, script.stdout);
 });
 
 describe('completion', () => {
   it('bash: `source <(queenctl completion bash)` loads cleanly and registers queenctl', async () => {
-    const { stdout, stderr } = await execFile(
+    const { code, stdout, stderr } = await runProcess(
       'bash',
       ['-c', 'source <(queenctl completion bash) && complete -p queenctl'],
       { env },
     );
+    assert.equal(code, 0, stderr);
     assert.equal(stderr, '');
     assert.match(stdout, /complete -F _queenctl queenctl/);
   });
@@ -104,29 +108,29 @@ describe('completion', () => {
       // A command without subcommands offers its argument's values instead (tested below).
       if (view.commands.length > 0) {
         assert.deepEqual(
-          bashComplete(['queenctl', ...path, '']),
+          await bashComplete(['queenctl', ...path, '']),
           [...view.commands].sort(),
           `subcommands of "${path.join(' ')}"`,
         );
       }
-      const flags = bashComplete(['queenctl', ...path, '-']);
+      const flags = await bashComplete(['queenctl', ...path, '-']);
       assert.deepEqual(flags, [...new Set(view.flags)].sort(), `flags of "${path.join(' ')}"`);
     }
   });
 
-  it('bash completes values: output formats, shells, and context names from the config file', () => {
-    assert.deepEqual(bashComplete(['queenctl', 'lease', 'extend', '-o', '']), [
+  it('bash completes values: output formats, shells, and context names from the config file', async () => {
+    assert.deepEqual(await bashComplete(['queenctl', 'lease', 'extend', '-o', '']), [
       'json',
       'ndjson',
       'table',
       'wide',
       'yaml',
     ]);
-    assert.deepEqual(bashComplete(['queenctl', 'completion', '']), ['bash', 'fish', 'zsh']);
-    assert.deepEqual(bashComplete(['queenctl', 'config', 'use-context', '']), ['prod', 'staging']);
-    assert.deepEqual(bashComplete(['queenctl', '--context', 's']), ['staging']);
+    assert.deepEqual(await bashComplete(['queenctl', 'completion', '']), ['bash', 'fish', 'zsh']);
+    assert.deepEqual(await bashComplete(['queenctl', 'config', 'use-context', '']), ['prod', 'staging']);
+    assert.deepEqual(await bashComplete(['queenctl', '--context', 's']), ['staging']);
     // A flag's value is not mistaken for a command: `--server lease` does not enter `lease`.
-    assert.deepEqual(bashComplete(['queenctl', '--server', 'http://x', 'config', 'v']), ['view']);
+    assert.deepEqual(await bashComplete(['queenctl', '--server', 'http://x', 'config', 'v']), ['view']);
   });
 
   for (const shell of ['zsh', 'fish'] as const) {
@@ -145,7 +149,8 @@ describe('completion', () => {
         shell === 'zsh'
           ? 'autoload -U compinit && compinit -u && source <(queenctl completion zsh)'
           : 'queenctl completion fish | source; and complete -C "queenctl config use-context "';
-      const { stdout, stderr } = await execFile(shell, ['-c', load], { env });
+      const { code, stdout, stderr } = await runProcess(shell, ['-c', load], { env });
+      assert.equal(code, 0, stderr);
       assert.equal(stderr, '');
       if (shell === 'fish') assert.deepEqual(stdout.split('\n').filter(Boolean).sort(), ['prod', 'staging']);
     });

@@ -7,7 +7,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startSimulator, type Simulator } from '../simulator/simulator.js';
+import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { runCli, type CliOptions } from '../support/cli.js';
 import { GO_EXAMPLE } from '../support/go-config.js';
 

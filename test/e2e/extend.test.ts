@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
 import { parse as parseYaml } from 'yaml';
-import type { Simulator } from '../simulator/simulator.js';
+import type { Simulator } from '../../tools/simulator/index.js';
 import { runCli } from '../support/cli.js';
 import { sharedSimulator } from '../support/shared.js';
 

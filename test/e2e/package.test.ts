@@ -11,7 +11,7 @@ import { after, before, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { VERSION } from '../../src/version.js';
-import { startSimulator, type Simulator } from '../simulator/simulator.js';
+import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { cleanEnv } from '../support/cli.js';
 
 // Asynchronous on purpose: the simulator runs in this process and must keep answering.

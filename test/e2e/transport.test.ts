@@ -8,7 +8,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { startSimulator, type Simulator } from '../simulator/simulator.js';
+import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { runCli } from '../support/cli.js';
 import { startProxy, type TestProxy } from '../support/proxy.js';
 import { makeCertificate, type TestCertificate } from '../support/tls.js';

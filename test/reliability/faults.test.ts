@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { startSimulator, type Fault, type Simulator } from '../simulator/simulator.js';
+import { startSimulator, type Fault, type Simulator } from '../../tools/simulator/index.js';
 import { instantClock } from '../support/fakes.js';
 import {
   assertNoStackTrace,

@@ -3,77 +3,33 @@
  * failure must pass (its exit code, one line of reason on stderr, no stack trace, nothing on
  * stdout a script could take for success).
  *
- * queenctl runs as a process through entry.ts: main() of the compiled sources, whatever the
- * published bin loads.
+ * queenctl runs as a process (through test/support/cli.ts) from entry.ts: main() of the compiled
+ * sources, whatever the published bin loads.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { StdinLike } from '../../src/args.js';
 import { BrokerClient } from '../../src/broker/client.js';
+import { UndiciTransport } from '../../src/broker/transport.js';
 import { DEFAULT_RETRY } from '../../src/broker/retry.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { runExtend } from '../../src/commands/lease/extend.js';
 import { runInspect } from '../../src/commands/lease/inspect.js';
 import type { OutputFormat } from '../../src/output/format.js';
-import { cleanEnv, type CliResult } from '../support/cli.js';
+import { type CliResult, type ProcessOptions, type RunningProcess, startCli } from '../support/cli.js';
 import { bufferIO } from '../support/fakes.js';
 
 export const ENTRY = fileURLToPath(new URL('./entry.js', import.meta.url));
 
-export interface RunOptions {
-  stdin?: string;
-  env?: Record<string, string | undefined>;
-  /** Kill after this long: a hanging queenctl fails its test, never the suite. */
-  timeoutMs?: number;
+/** queenctl from the compiled sources (entry.ts), running; see test/support/cli.ts. */
+export function startQueenctl(args: string[], options: ProcessOptions = {}): RunningProcess {
+  return startCli(args, { ...options, entry: ENTRY });
 }
 
-export interface RunResult extends CliResult {
-  /** True when the kill timer had to end it. */
-  killed: boolean;
-}
-
-/** Starts queenctl with piped streams; the caller drives stdin and signals. */
-export function startQueenctl(
-  args: string[],
-  env: Record<string, string | undefined> = {},
-): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, [ENTRY, ...args], { env: cleanEnv(env), stdio: 'pipe' });
-}
-
-/** Collects a started queenctl's output until it ends (or the kill timer ends it). */
-export function finished(
-  child: ChildProcessWithoutNullStreams,
-  timeoutMs = 15_000,
-): Promise<RunResult> & { stdoutSoFar(): string } {
-  let stdout = '';
-  let stderr = '';
-  let killed = false;
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  child.stdin.on('error', () => {
-    // queenctl may end before reading all of stdin; that is its right.
-  });
-  const timer = setTimeout(() => {
-    killed = true;
-    child.kill('SIGKILL');
-  }, timeoutMs);
-  const done = new Promise<RunResult>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, killed });
-    });
-  });
-  return Object.assign(done, { stdoutSoFar: () => stdout });
-}
-
-export function runQueenctl(args: string[], options: RunOptions = {}): Promise<RunResult> {
-  const child = startQueenctl(args, options.env);
-  const result = finished(child, options.timeoutMs);
-  child.stdin.end(options.stdin ?? '');
-  return result;
+/** queenctl from the compiled sources (entry.ts), run to completion. */
+export function runQueenctl(args: string[], options: ProcessOptions = {}): Promise<CliResult> {
+  return startQueenctl(args, options).exited;
 }
 
 /** A loopback port nothing listens on: bound, then released. */
@@ -156,7 +112,7 @@ export async function runVerb(
     server,
     timeoutMs: options.timeoutMs ?? 10_000,
     userAgent: 'queenctl/test',
-    connections: options.concurrency ?? 16,
+    transport: new UndiciTransport({ connections: options.concurrency ?? 16 }),
   });
   const runtime = {
     io,

@@ -6,14 +6,14 @@
  * Rows test/e2e/extend.test.ts already has for extend run here for inspect only.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { MAX_LEASE_ID_LENGTH } from '../../src/args.js';
-import { startSimulator, type Simulator } from '../simulator/simulator.js';
-import { cleanEnv } from '../support/cli.js';
+import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import { runProcess } from '../support/cli.js';
 import {
   assertNoStackTrace,
   assertOneLineReason,
@@ -303,16 +303,8 @@ describe('- when standard input is a terminal', () => {
       try {
         const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(ENTRY)} lease ${verb} - --server ${sim.url}`;
         // script(1) runs the command on a new pty: its stdin and stdout are a terminal.
-        const child = spawn('script', ['-qec', command, '/dev/null'], {
-          env: cleanEnv(),
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let output = '';
-        child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-        const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-        clearTimeout(timer);
+        const { code, stdout, stderr } = await runProcess('script', ['-qec', command, '/dev/null']);
+        const output = stdout + stderr;
         assert.equal(code, 1, output);
         assert.match(output, /queenctl: - reads lease ids from standard input, but it is a terminal/);
         assertNoStackTrace(output);

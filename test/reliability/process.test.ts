@@ -3,16 +3,15 @@
  * reads, and SIGINT/SIGTERM in the middle of a bulk run or while standard input is still open.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { startSimulator, type Simulator } from '../simulator/simulator.js';
-import { cleanEnv } from '../support/cli.js';
-import { assertNoStackTrace, describeResult, ENTRY, finished, records, startQueenctl } from './harness.js';
+import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import { runShell } from '../support/cli.js';
+import { assertNoStackTrace, describeResult, ENTRY, records, startQueenctl } from './harness.js';
 
 const BULK = 3_000;
 /** queenctl's default --concurrency. */
@@ -36,29 +35,13 @@ beforeEach(() => {
   sim.resetLog();
 });
 
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+/** Polls what is not a process's output (the simulator's log); generous for a loaded machine. */
+async function until(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await delay(10);
   }
-}
-
-/** Runs a shell pipeline; returns its stdout, stderr and exit status. */
-function shell(script: string, timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', script], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
 }
 
 describe('a reader that goes away', () => {
@@ -71,7 +54,7 @@ describe('a reader that goes away', () => {
       // Slow enough that all 3000 would take seconds: the run must end long before.
       sim.inject({ kind: 'latency', ms: 20 });
       const command = `node ${JSON.stringify(ENTRY)} lease ${verb} - -o ${format} --server ${sim.url} < ${JSON.stringify(idsFile)}`;
-      const result = await shell(`${command} | head -1; echo "queenctl exit: \${PIPESTATUS[0]}" >&2`);
+      const result = await runShell(`${command} | head -1; echo "queenctl exit: \${PIPESTATUS[0]}" >&2`);
       assert.equal(result.code, 0, describeResult(result));
       const line = result.stdout.replace(/\n$/, '');
       assert.ok(!line.includes('\n'), `one line:\n${result.stdout}`);
@@ -86,11 +69,9 @@ describe('a reader that goes away', () => {
 
 describe('a stderr nobody reads', () => {
   it('does not change the exit code: a lost lease still exits 4, not 1', async () => {
-    const child = startQueenctl(['lease', 'extend', 'gone-1', 'gone-2', '--server', sim.url, '-o', 'json']);
-    child.stderr.destroy();
-    const result = finished(child);
-    child.stdin.end();
-    const { code, stdout } = await result;
+    const run = startQueenctl(['lease', 'extend', 'gone-1', 'gone-2', '--server', sim.url, '-o', 'json']);
+    run.process.stderr.destroy();
+    const { code, stdout } = await run.exited;
     assert.equal(code, 4);
     assert.deepEqual(
       records(stdout).map((record) => record.renewed),
@@ -100,11 +81,9 @@ describe('a stderr nobody reads', () => {
 
   it('does not change the exit code of a broker error either: 2', async () => {
     sim.inject({ kind: 'status', status: 500, body: '{"error":"renew failed: x"}' });
-    const child = startQueenctl(['lease', 'inspect', 'x', '--server', sim.url]);
-    child.stderr.destroy();
-    const result = finished(child);
-    child.stdin.end();
-    assert.equal((await result).code, 2);
+    const run = startQueenctl(['lease', 'inspect', 'x', '--server', sim.url]);
+    run.process.stderr.destroy();
+    assert.equal((await run.exited).code, 2);
   });
 });
 
@@ -123,13 +102,13 @@ describe('a signal in the middle of a bulk run', () => {
   for (const { verb, signal, code } of cases) {
     it(`lease ${verb} over ${BULK} ids, ${signal}: stops issuing, reports what was done, exits ${code}`, async () => {
       sim.inject({ kind: 'latency', ms: 100 });
-      const child = startQueenctl(['lease', verb, '-', '-o', 'ndjson', '--server', sim.url]);
-      const result = finished(child);
-      child.stdin.end(`${ids.join('\n')}\n`);
+      const run = startQueenctl(['lease', verb, '-', '-o', 'ndjson', '--server', sim.url], {
+        stdin: `${ids.join('\n')}\n`,
+      });
       await until(() => sim.log.length >= 3 * CONCURRENCY, 'requests in flight');
       const sentAtSignal = sim.log.length;
-      child.kill(signal);
-      const { code: exitCode, stdout, stderr, killed } = await result;
+      run.kill(signal);
+      const { code: exitCode, stdout, stderr, killed } = await run.exited;
       const sentAtExit = sim.log.length;
       assert.equal(killed, false, 'ended by itself');
       assert.equal(exitCode, code, describeResult({ code: exitCode, stdout, stderr }));
@@ -176,13 +155,12 @@ describe('a signal in the middle of a bulk run', () => {
 
 describe('a signal while standard input is still open', () => {
   it('streams each answer as it comes, then SIGINT ends the run without waiting for more input: exit 130', async () => {
-    const child = startQueenctl(['lease', 'extend', '-', '-o', 'ndjson', '--server', sim.url]);
-    const result = finished(child);
+    const run = startQueenctl(['lease', 'extend', '-', '-o', 'ndjson', '--server', sim.url], { stdin: null });
     // A producer that wrote three ids and is still working on the rest.
-    child.stdin.write(`${ids.slice(0, 3).join('\n')}\n`);
-    await until(() => result.stdoutSoFar().split('\n').length > 3, 'three records on stdout before the input ends');
-    child.kill('SIGINT');
-    const { code, stdout, stderr, killed } = await result;
+    run.write(`${ids.slice(0, 3).join('\n')}\n`);
+    await run.waitForStdout(/^(.*\n){3}/);
+    run.kill('SIGINT');
+    const { code, stdout, stderr, killed } = await run.exited;
     assert.equal(killed, false, 'ended without its standard input ending');
     assert.equal(code, 130, describeResult({ code, stdout, stderr }));
     assert.deepEqual(

@@ -1,27 +1,94 @@
-/** Runs the built queenctl as a user would: a child process, its exit code and its two streams. */
-import { spawn } from 'node:child_process';
+/**
+ * The one process runner of the suite: queenctl run as a user would (a child process, its exit
+ * code and its two streams), and any other command a test needs (a shell pipeline, script(1),
+ * the simulator's own process), each in a clean environment and each with a kill timer, so a
+ * hanging process fails its test and never the suite.
+ *
+ * - `runCli(args)` / `runProcess(command, args)`: run to completion, then look at the result.
+ * - `startCli(args)` / `startProcess(command, args)`: a handle on a running process: wait for
+ *   what it prints, write to its standard input, send it a signal, await its exit.
+ * - `runShell(script)`: `bash -c script`, for pipelines.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** The published bin, as `npm install -g` would run it. */
 export const BIN = fileURLToPath(new URL('../../../bin/queenctl.cjs', import.meta.url));
 
 /** A HOME with no ~/.queen, so the machine's own config never leaks into a test. */
 const EMPTY_HOME = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
+
+/**
+ * How long a process may run before the kill timer ends it (SIGKILL). Generous: it is there to
+ * turn a hang into a failure, and a 2-core machine running two suites makes a one-second run
+ * take ten (seen: the reliability suite's process rows at 12 s under a load of 14).
+ */
+const DEFAULT_KILL_AFTER_MS = 60_000;
+/** How long `until` and the waits built on it wait by default (they fail at once if it ends). */
+const DEFAULT_WAIT_MS = 30_000;
+/** See ProcessOptions.closeGraceMs. */
+const CLOSE_GRACE_MS = 2_000;
 
 export interface CliResult {
   code: number | null;
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
+  /** True when the kill timer had to end it. */
+  killed: boolean;
 }
 
-export interface CliOptions {
+export interface ProcessOptions {
+  /** Set on top of the clean environment (see cleanEnv); undefined removes a variable. */
   env?: Record<string, string | undefined>;
-  stdin?: string;
-  /** Kill the child after this long: a hanging queenctl fails its test instead of the suite. */
+  /** Written to standard input, which is then closed (default ''); null leaves it open. */
+  stdin?: string | null;
+  /** Kill the process after this long (default 60 s). */
   timeoutMs?: number;
+  /**
+   * After the process exits, how long to wait for its pipes to close (default 2 s). A process it
+   * left behind holds them open: that must not hide the exit (tests look for such leftovers).
+   */
+  closeGraceMs?: number;
+  cwd?: string;
+}
+
+export interface CliOptions extends ProcessOptions {
+  /** The script node runs: the published bin (default), or another entry point of queenctl. */
+  entry?: string;
+  /** Flags for node itself, before the entry (e.g. `--unhandled-rejections=strict`). */
+  nodeArgs?: string[];
+}
+
+/** A running process. Every wait fails with what the process printed so far. */
+export interface RunningProcess {
+  readonly process: ChildProcessWithoutNullStreams;
+  /** Everything printed so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Writes to standard input (started with `stdin: null`). */
+  write(text: string): void;
+  /** Closes standard input, after writing `text`. */
+  endInput(text?: string): void;
+  /**
+   * Resolves with the first defined value of `check`, which is tried now and again whenever
+   * the process prints something. Rejects after `timeoutMs` (default 30 s) or when the process
+   * ends first; the error names `what` and quotes both streams.
+   */
+  until<T>(check: () => T | undefined, what: string, timeoutMs?: number): Promise<T>;
+  /** Resolves with the match once `pattern` matches everything printed on stdout so far. */
+  waitForStdout(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  waitForStderr(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Sends a signal (default SIGTERM). */
+  kill(signal?: NodeJS.Signals): void;
+  /**
+   * Resolves once the process has exited and its pipes are closed (or, when something it left
+   * behind holds them open, a moment after it exited). Rejects only when it could not start.
+   */
+  readonly exited: Promise<CliResult>;
 }
 
 export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
@@ -38,22 +105,119 @@ export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS
   return env;
 }
 
-export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: cleanEnv(options.env), stdio: 'pipe' });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 15_000);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-    child.stdin.on('error', () => {
-      // The CLI may exit before reading all of stdin; that is its right.
-    });
-    child.stdin.end(options.stdin ?? '');
+export function startProcess(command: string, args: string[], options: ProcessOptions = {}): RunningProcess {
+  const child = spawn(command, args, { env: cleanEnv(options.env), stdio: 'pipe', cwd: options.cwd });
+  let stdout = '';
+  let stderr = '';
+  let killed = false;
+  let ended = false;
+  const waiters = new Set<() => void>();
+  const poke = (): void => {
+    for (const waiter of [...waiters]) waiter();
+  };
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    poke();
   });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+    poke();
+  });
+  child.stdin.on('error', () => {
+    // The process may end before reading all of its input; that is its right.
+  });
+  if (options.stdin !== null) child.stdin.end(options.stdin ?? '');
+
+  const timer = setTimeout(() => {
+    killed = true;
+    child.kill('SIGKILL');
+  }, options.timeoutMs ?? DEFAULT_KILL_AFTER_MS);
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const exited = new Promise<CliResult>((resolve, reject) => {
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      ended = true;
+      poke();
+      reject(error);
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      let grace: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<void>((wait) => {
+        grace = setTimeout(wait, options.closeGraceMs ?? CLOSE_GRACE_MS);
+      });
+      void Promise.race([closed, graceOver]).then(() => {
+        clearTimeout(grace);
+        ended = true;
+        poke();
+        resolve({ code, signal, stdout, stderr, killed });
+      });
+    });
+  });
+  exited.catch(() => {
+    // Handled here so an unawaited handle cannot crash the run; awaiting it still rejects.
+  });
+
+  const until = <T>(check: () => T | undefined, what: string, timeoutMs = DEFAULT_WAIT_MS): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const failWith = (why: string): void => {
+        clearTimeout(deadline);
+        waiters.delete(waiter);
+        reject(new Error(`${why} waiting for ${what}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`));
+      };
+      const waiter = (): void => {
+        const found = check();
+        if (found !== undefined) {
+          clearTimeout(deadline);
+          waiters.delete(waiter);
+          resolve(found);
+        } else if (ended) {
+          failWith(`the process ended (${child.exitCode ?? child.signalCode ?? 'not started'})`);
+        }
+      };
+      const deadline = setTimeout(() => failWith(`timed out after ${timeoutMs} ms`), timeoutMs);
+      waiters.add(waiter);
+      waiter();
+    });
+  const matching = (stream: () => string, pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray> =>
+    until(() => stream().match(pattern) ?? undefined, String(pattern), timeoutMs);
+
+  return {
+    process: child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    write: (text) => {
+      child.stdin.write(text);
+    },
+    endInput: (text = '') => {
+      child.stdin.end(text);
+    },
+    until,
+    waitForStdout: (pattern, timeoutMs) => matching(() => stdout, pattern, timeoutMs),
+    waitForStderr: (pattern, timeoutMs) => matching(() => stderr, pattern, timeoutMs),
+    kill: (signal = 'SIGTERM') => {
+      child.kill(signal);
+    },
+    exited,
+  };
+}
+
+export function runProcess(command: string, args: string[], options: ProcessOptions = {}): Promise<CliResult> {
+  return startProcess(command, args, options).exited;
+}
+
+/** queenctl (the published bin unless `entry` says otherwise), running. */
+export function startCli(args: string[], options: CliOptions = {}): RunningProcess {
+  const { entry = BIN, nodeArgs = [], ...rest } = options;
+  return startProcess(process.execPath, [...nodeArgs, entry, ...args], rest);
+}
+
+/** queenctl run to completion. */
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  return startCli(args, options).exited;
+}
+
+/** A bash script run to completion, for pipelines (`queenctl … | head -1`). */
+export function runShell(script: string, options: ProcessOptions = {}): Promise<CliResult> {
+  return runProcess('bash', ['-c', script], options);
 }

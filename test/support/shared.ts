@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach } from 'node:test';
 import { UsageError } from '../../src/exit.js';
-import { startSimulator, type Simulator } from '../simulator/simulator.js';
+import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 
 /** Starts a simulator for the file and resets its state before each test; call at top level. */
 export function sharedSimulator(): () => Simulator {

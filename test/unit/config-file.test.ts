@@ -59,6 +59,82 @@ describe('reading the config file', () => {
     assert.match(twice.message, /\/c\.yaml:3: the context "a" is defined twice \(also at \/c\.yaml:2\)/);
   });
 
+  it('every key of the wrong type is refused at its own line, whatever command reads the file', async () => {
+    const cases: Array<[string, number, RegExp]> = [
+      ['contexts: prod\n', 1, /contexts must be a list/],
+      ['contexts:\n  - prod\n', 2, /each context must be a mapping with a name/],
+      ['contexts:\n  - name:\n', 2, /name must be a non-empty string/],
+      ['contexts:\n  - name: 42\n', 2, /name must be a non-empty string/],
+      ['contexts:\n  - name: a\n    server: 6632\n', 3, /server must be a non-empty string/],
+      ['contexts:\n  - name: a\n    server: [http://a, http://b]\n', 3, /server must be a non-empty string/],
+      ['contexts:\n  - name: a\n    insecure: yes\n', 3, /insecure must be true or false/],
+      ['contexts:\n  - name: a\n    token-ref: {env: true}\n', 3, /token-ref must be a non-empty string/],
+      ['contexts:\n  - name: a\n    cacert: 1\n', 3, /cacert must be a non-empty string/],
+      ['contexts: []\ncurrent-context: [a]\n', 2, /current-context must be the name of a context/],
+      ['- a\n- b\n', 1, /the file must be a mapping/],
+      ['current-context: a\ncurrent-context: b\n', 2, /is not valid YAML: Map keys must be unique/],
+      ['contexts:\n\t- name: a\n', 2, /is not valid YAML: Tabs are not allowed/],
+      ['a: 1\n---\nb: 2\n', 2, /is not valid YAML/],
+    ];
+    for (const [text, line, problem] of cases) {
+      const error = await usageError(parseConfig('/etc/q.yaml', text));
+      assert.match(error.message, new RegExp(`^the config file /etc/q\\.yaml:${line}\\b`), JSON.stringify(text));
+      assert.match(error.message, problem, JSON.stringify(text));
+      assert.match(error.hint ?? '', /fix that line/);
+    }
+  });
+
+  it("reads anchors, aliases and << merge keys as the Go tool's YAML library does", async () => {
+    const config = await parseConfig(
+      '/c.yaml',
+      `defaults: &defaults
+  server: https://queen:6632
+  token-ref: env
+contexts:
+  - <<: *defaults
+    name: prod
+  - &local
+    name: local
+    server: http://localhost:6632
+  - <<: [*local, *defaults]
+    name: mixed
+    insecure: true
+current-context: prod
+`,
+    );
+    assert.equal(config.currentContext, 'prod');
+    assert.deepEqual(config.contexts, [
+      { name: 'prod', server: 'https://queen:6632', 'token-ref': 'env' },
+      { name: 'local', server: 'http://localhost:6632' },
+      { name: 'mixed', server: 'http://localhost:6632', 'token-ref': 'env', insecure: true },
+    ]);
+    const wrong = await usageError(
+      parseConfig('/c.yaml', 'port: &port 6632\ncontexts:\n  - name: a\n    server: *port\n'),
+    );
+    assert.match(wrong.message, /^the config file \/c\.yaml:4: server must be a non-empty string/);
+  });
+
+  it('an alias inside the node it names, or an alias bomb, is refused instead of crashing or hanging', async () => {
+    for (const [text, line] of [
+      ['a: &a [*a]\ncontexts: []\n', 1],
+      ['a: &a\n  <<: *a\n', 2],
+      ['contexts: &l\n  - name: a\n  - *l\n', 3],
+    ] as const) {
+      const error = await usageError(parseConfig('/c.yaml', text));
+      assert.match(
+        error.message,
+        new RegExp(`^the config file /c\\.yaml:${line}: the alias \\*\\w+ is inside the node`),
+      );
+    }
+    const rows = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
+    for (const name of ['b', 'c', 'd', 'e']) {
+      const previous = rows[rows.length - 1]![0];
+      rows.push(`${name}: &${name} [${Array(10).fill(`*${previous}`).join(', ')}]`);
+    }
+    const bomb = await usageError(parseConfig('/c.yaml', `${rows.join('\n')}\n`));
+    assert.match(bomb.message, /^the config file \/c\.yaml cannot be read as data: Excessive alias count/);
+  });
+
   it('--config beats QUEEN_CONFIG beats ~/.queen/config.yaml', () => {
     assert.equal(configPathFor('/flag.yaml', { QUEEN_CONFIG: '/env.yaml', HOME: '/home/op' }), '/flag.yaml');
     assert.equal(configPathFor(undefined, { QUEEN_CONFIG: '/env.yaml', HOME: '/home/op' }), '/env.yaml');
@@ -117,6 +193,25 @@ ${GO_EXAMPLE}  - name: staging
     assert.deepEqual(
       reread.contexts.map((entry) => entry.name),
       ['prod', 'staging'],
+    );
+  });
+
+  it('deleting the current context unsets current-context; deleting another leaves it', async () => {
+    const path = join(scratch(), 'config.yaml');
+    writeFileSync(path, COMMENTED);
+    const config = await EditableConfig.load(path);
+    assert.equal(config.deleteContext('local'), false);
+    assert.equal(config.config.currentContext, 'prod');
+    assert.equal(config.deleteContext('prod'), true);
+    await config.save();
+    const text = readFileSync(path, 'utf8');
+    assert.ok(!text.includes('current-context'), text);
+    assert.ok(text.includes('# Written by hand; keep these notes.'));
+    const reread = await readConfigFile(path);
+    assert.equal(reread.currentContext, undefined);
+    assert.deepEqual(
+      reread.contexts.map((entry) => entry.name),
+      ['staging'],
     );
   });
 

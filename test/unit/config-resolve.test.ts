@@ -114,6 +114,41 @@ describe('precedence: file, QUEEN_CONTEXT, --context, env, flags', () => {
   });
 });
 
+describe('contexts but none chosen', () => {
+  const unchosen = join(directory, 'unchosen.yaml');
+  writeFileSync(unchosen, 'contexts:\n  - name: a\n    server: http://a.local:6632\n  - name: b\n');
+  const empty = join(directory, 'empty-contexts.yaml');
+  writeFileSync(empty, 'contexts: []\n');
+
+  it('stops a command that needs a broker, saying how to choose one, rather than use the default', async () => {
+    const error = await usageError(resolve({ config: unchosen }));
+    assert.equal(
+      error.message,
+      `no context is chosen: ${unchosen} has contexts but no current-context, ` +
+        'and none of --context, QUEEN_CONTEXT, --server or QUEEN_SERVER is set',
+    );
+    assert.match(error.hint ?? '', /queenctl config use-context <name> \(known contexts in .*: a, b\)/);
+    assert.match(error.hint ?? '', /--context <name> or --server <url>/);
+  });
+
+  it('any of --context, QUEEN_CONTEXT, --server or QUEEN_SERVER chooses, as before', async () => {
+    assert.equal((await resolve({ config: unchosen, context: 'a' })).server, 'http://a.local:6632');
+    assert.equal((await resolve({ config: unchosen }, { QUEEN_CONTEXT: 'a' })).server, 'http://a.local:6632');
+    assert.equal((await resolve({ config: unchosen, server: 'http://localhost:8' })).server, 'http://localhost:8');
+    assert.equal(
+      (await resolve({ config: unchosen }, { QUEEN_SERVER: 'http://localhost:9' })).server,
+      'http://localhost:9',
+    );
+    // A token alone names no broker.
+    await usageError(resolve({ config: unchosen, token: 'token-flag' }));
+  });
+
+  it('a file without contexts, or no file, still means the default broker', async () => {
+    assert.equal((await resolve({ config: empty })).server, 'http://localhost:6632');
+    assert.equal((await resolve({ config: join(directory, 'absent.yaml') })).server, 'http://localhost:6632');
+  });
+});
+
 describe('tokens', () => {
   it('token-ref env reads QUEEN_TOKEN, and says so when it is unset', async () => {
     assert.equal((await resolve({ context: 'env' }, { QUEEN_TOKEN: 'from-env' })).token, 'from-env');

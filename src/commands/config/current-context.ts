@@ -2,9 +2,9 @@
  * `config current-context`: the name of the context in force, alone on a line so scripts can
  * use it as is (`ctx=$(queenctl config current-context)`), as kubectl does.
  */
-import { configPathFor, knownContexts, readConfigFile } from '../../config/file.js';
-import { chooseContext } from '../../config/resolve.js';
-import { ExitCode, UsageError } from '../../exit.js';
+import { configPathFor, readConfigFile } from '../../config/file.js';
+import { chooseContext, noContextChosen } from '../../config/resolve.js';
+import { ExitCode } from '../../exit.js';
 import { write } from '../../io.js';
 import { warningMessage } from '../../output/words.js';
 import type { LocalRuntime } from '../globals.js';
@@ -13,19 +13,13 @@ export async function runCurrentContext(runtime: LocalRuntime): Promise<ExitCode
   const { io } = runtime;
   const config = await readConfigFile(configPathFor(runtime.flags.config, runtime.env));
   const chosen = chooseContext(runtime.flags, runtime.env, config);
-  if (!chosen) {
-    throw new UsageError(
-      `no context is chosen: ${config.exists ? `${config.path} has no current-context` : `there is no config file at ${config.path}`}, and neither --context nor QUEEN_CONTEXT is set`,
-      config.contexts.length > 0
-        ? `choose one with: queenctl config use-context <name> (${knownContexts(config)})`
-        : knownContexts(config),
-    );
-  }
+  if (!chosen) throw noContextChosen(config, false);
   if (!config.contexts.some((entry) => entry.name === chosen.name) && !io.quiet) {
     await write(
       io.stderr,
       warningMessage(
-        `${chosen.how} names ${JSON.stringify(chosen.name)}, which is not a context of ${config.path}: lease commands will stop with an error`,
+        `${chosen.how} names ${JSON.stringify(chosen.name)}, which is not a context of ${config.path}: ` +
+          'lease commands will stop with an error',
       ),
     );
   }

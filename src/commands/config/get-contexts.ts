@@ -44,7 +44,14 @@ export async function runGetContexts(runtime: LocalRuntime): Promise<ExitCode> {
     if (!config.exists) {
       await write(
         io.stderr,
-        `queenctl: no config file at ${config.path}; create a context with: queenctl config set-context <name> --server <url>\n`,
+        `queenctl: no config file at ${config.path}; ` +
+          'create a context with: queenctl config set-context <name> --server <url>\n',
+      );
+    } else if (!chosen && records.length > 0) {
+      await write(
+        io.stderr,
+        'queenctl: no context is current, so lease commands stop until one is chosen: ' +
+          'queenctl config use-context <name>, --context or --server\n',
       );
     } else if (chosen && !records.some((record) => record.current)) {
       await write(
@@ -61,7 +68,8 @@ export async function runGetContexts(runtime: LocalRuntime): Promise<ExitCode> {
     ) {
       await write(
         io.stderr,
-        `queenctl: ${chosen.how} chooses ${JSON.stringify(chosen.name)} over the file's current-context ${JSON.stringify(config.currentContext)}\n`,
+        `queenctl: ${chosen.how} chooses ${JSON.stringify(chosen.name)} ` +
+          `over the file's current-context ${JSON.stringify(config.currentContext)}\n`,
       );
     }
   }

@@ -142,8 +142,9 @@ Examples:
     .addHelpText(
       'after',
       `
-Deleting the current context leaves current-context naming it, as the Go queenctl does:
-commands then stop with an error until you choose another with use-context.
+Deleting the current context unsets current-context too, and says so: lease commands then stop
+with an error until you choose another with use-context (or give --context or --server), rather
+than quietly use another broker.
 
 Examples:
   queenctl config delete-context old-staging

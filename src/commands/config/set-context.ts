@@ -9,7 +9,7 @@ import { access } from 'node:fs/promises';
 import { EditableConfig, type ContextChanges } from '../../config/edit.js';
 import { configPathFor } from '../../config/file.js';
 import { parseKeychainRef } from '../../config/keychain.js';
-import { parseServers } from '../../config/resolve.js';
+import { DEFAULT_SERVER, parseServers } from '../../config/resolve.js';
 import { ExitCode, UsageError } from '../../exit.js';
 import { write } from '../../io.js';
 import { warningMessage } from '../../output/words.js';
@@ -65,7 +65,8 @@ export async function runSetContext(options: SetContextOptions, runtime: LocalRu
   if (flags.token !== undefined || flags.tokenFile !== undefined) {
     throw new UsageError(
       'set-context stores where the token is, never the token: --token and --token-file do not apply',
-      'use --token-ref file:///abs/path, --token-ref keychain://<name>, --token-ref env (QUEEN_TOKEN), or --token-ref literal:<token>',
+      'use --token-ref file:///abs/path, --token-ref keychain://<name>, --token-ref env (QUEEN_TOKEN), ' +
+        'or --token-ref literal:<token>',
     );
   }
   if (options.insecure && options.secure) throw new UsageError('give --insecure or --no-insecure, not both');
@@ -80,7 +81,8 @@ export async function runSetContext(options: SetContextOptions, runtime: LocalRu
     changes['token-ref'] = options.tokenRef === '' ? null : checkTokenRef(options.tokenRef);
     if (options.tokenRef.startsWith('literal:')) {
       warnings.push(
-        'the token is now kept in clear text in the config file (mode 0600), and was typed where ps and shell history can see it; ' +
+        'the token is now kept in clear text in the config file (mode 0600), ' +
+          'and was typed where ps and shell history can see it; ' +
           'keychain://<name> or file:///abs/path keep it out of both',
       );
     }
@@ -88,7 +90,8 @@ export async function runSetContext(options: SetContextOptions, runtime: LocalRu
   if (options.insecure) {
     changes.insecure = true;
     warnings.push(
-      `context ${JSON.stringify(options.name)} skips TLS verification: anyone on the network path can pose as its broker. Prefer --cacert <file>`,
+      `context ${JSON.stringify(options.name)} skips TLS verification: ` +
+        'anyone on the network path can pose as its broker. Prefer --cacert <file>',
     );
   }
   if (options.secure) changes.insecure = null;
@@ -112,16 +115,22 @@ export async function runSetContext(options: SetContextOptions, runtime: LocalRu
     if (!io.quiet)
       await write(
         io.stdout,
-        `Context ${JSON.stringify(options.name)} unchanged: give --server, --token-ref, --insecure, --no-insecure or --cacert.\n`,
+        `Context ${JSON.stringify(options.name)} unchanged: ` +
+          'give --server, --token-ref, --insecure, --no-insecure or --cacert.\n',
       );
     return ExitCode.Ok;
   }
   const created = config.setContext(options.name, changes);
   await config.save();
   if (!io.quiet) {
+    const quoted = JSON.stringify(options.name);
     await write(
       io.stdout,
-      `Context ${JSON.stringify(options.name)} ${created ? 'created' : 'modified'} in ${config.config.path}.\n`,
+      created && Object.values(changes).every((value) => value === null)
+        ? `Created an empty context ${quoted} in ${config.config.path}: no server (so ${DEFAULT_SERVER}) ` +
+            'and no token.\n' +
+            `Fill it in with: queenctl config set-context ${options.name} --server <url> --token-ref <ref>\n`
+        : `Context ${quoted} ${created ? 'created' : 'modified'} in ${config.config.path}.\n`,
     );
     if (created && config.config.currentContext !== options.name) {
       await write(

@@ -15,7 +15,8 @@ export async function runView(runtime: LocalRuntime): Promise<ExitCode> {
   if (text === null && !io.quiet) {
     await write(
       io.stderr,
-      `queenctl: no config file at ${path} (an empty config); create one with: queenctl config set-context <name> --server <url>\n`,
+      `queenctl: no config file at ${path} (an empty config); ` +
+        'create one with: queenctl config set-context <name> --server <url>\n',
     );
   }
   if (format === null) return ExitCode.Ok;

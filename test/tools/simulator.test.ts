@@ -1,14 +1,25 @@
 /**
- * The simulator's rules, checked over real HTTP on loopback. Rules come from
- * ../shared/broker/lease-extend-route.md (documented shape) and BROKER-FACTS.md plus the recording
- * (array shape). Leases expire by advancing a fake clock, never by sleeping.
+ * The simulator's rules, checked over real HTTP on loopback. Rules come from docs/broker.md: the
+ * route's contract (documented shape), the older broker as recorded (array shape,
+ * test/fixtures/real-broker-extend.txt), and the consumer-group routes as recorded
+ * (test/fixtures/real-broker-consumer-groups.txt). Leases expire by advancing a fake clock, never
+ * by sleeping.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import { after, before, describe, it } from 'node:test';
-import { SimulatorControl } from './simulator/control.js';
-import { startSimulator, type Simulator, type SimulatorOptions } from './simulator/simulator.js';
+import {
+  type LeaseSpec,
+  SimulatorControl,
+  SimulatorControlError,
+  startSimulator,
+  type Simulator,
+  type SimulatorOptions,
+  type WireGroup,
+  type WireGroupSummary,
+} from '../../tools/simulator/index.js';
+import { runProcess, startProcess } from '../support/cli.js';
 
 const T0 = Date.parse('2026-07-30T11:00:00.000Z');
 const S = 1000;
@@ -172,11 +183,6 @@ describe('documented shape (lease-extend-route.md)', () => {
     assert.equal(answer.renewed, 3);
     assert.equal(answer.expiresAt, isoMicro(T0 + 30 * S));
     assert.deepEqual(expiries(sim(), id), [T0 + 100 * S, T0 + 30 * S, T0 + 50 * S, T0 - 1 * S]);
-    const rows = sim().lease(id)?.rows ?? [];
-    assert.deepEqual(
-      rows.map((row) => [row.partition, row.group]),
-      [1, 2, 3, 4].map((n) => [`p${n}`, '__QUEUE_MODE__']),
-    );
   });
 
   it('answers the three expiry keys with one microsecond value, keys in the documented order', async () => {
@@ -415,6 +421,49 @@ describe('routing, headers and lease ids', () => {
     assert.throws(() => sim().mint({ leaseId: id }), /already exists/);
     assert.throws(() => sim().mint({ partitions: [{ partition: 'p' }, { partition: 'p' }] }), /once/);
   });
+
+  it('mints rows on named queues: a lease-wide queue, its own per row, and the default', () => {
+    const id = sim().mint({
+      queue: 'orders',
+      partitions: [{ partition: 'p7' }, { partition: 'p7', queue: 'invoices', group: 'billing' }],
+    });
+    assert.deepEqual(
+      sim()
+        .lease(id)
+        ?.rows.map(({ queue, partition, group }) => [queue, partition, group]),
+      [
+        ['orders', 'p7', '__QUEUE_MODE__'],
+        ['invoices', 'p7', 'billing'],
+      ],
+    );
+    // The same partition and group on two queues are two rows; on one queue, one.
+    assert.throws(() => sim().mint({ queue: 'q', partitions: [{ partition: 'p' }, { partition: 'p' }] }), /once/);
+    assert.throws(() => sim().mint({ queue: 7 } as unknown as LeaseSpec), /queue must be a string/);
+  });
+
+  it('names unnamed rows after partitions their (queue, group) never used, so they take nothing over', async () => {
+    const own = await startSimulator();
+    try {
+      const rows = (id: string): string[][] =>
+        own.lease(id)?.rows.map(({ queue, partition, group }) => [queue, partition, group]) ?? [];
+      const first = own.mint();
+      assert.deepEqual(rows(first), [['default', 'p1', '__QUEUE_MODE__']]);
+      own.release(first); // acked: p1 stays known to the group, so it is not handed out again
+      const named = own.mint({ queue: 'orders', group: 'billing', partitions: [{ partition: 'p2' }, {}, {}] });
+      assert.deepEqual(rows(named), [
+        ['orders', 'p2', 'billing'],
+        ['orders', 'p1', 'billing'],
+        ['orders', 'p3', 'billing'],
+      ]);
+      assert.deepEqual(rows(own.mint({ partitions: 2 })), [
+        ['default', 'p2', '__QUEUE_MODE__'],
+        ['default', 'p3', '__QUEUE_MODE__'],
+      ]);
+      assert.equal(rows(named).length, 3, 'nothing taken over');
+    } finally {
+      await own.close();
+    }
+  });
 });
 
 describe('faults', () => {
@@ -592,8 +641,8 @@ describe('control interface (/_sim/)', () => {
       leaseId: id,
       tenant: 't',
       rows: [
-        { partition: 'p1', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
-        { partition: 'p2', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
+        { queue: 'default', partition: 'p1', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
+        { queue: 'default', partition: 'p2', group: '__QUEUE_MODE__', expiresAt: T0 + 45 * S },
       ],
     });
     assert.equal(await control().expire(id), true);
@@ -632,6 +681,437 @@ describe('control interface (/_sim/)', () => {
     assert.equal((await post('faults', '{"kind":"latency","ms":-1}')).status, 400);
     assert.equal((await post('config', '{"shape":"xml"}')).status, 400);
     assert.equal((await request(`${sim().url}/_sim/nothing`)).status, 404);
+  });
+});
+
+// --- consumer groups -----------------------------------------------------------------------------
+
+function groupsUrl(sim: Simulator, group?: string): string {
+  const base = `${sim.url}/api/v1/consumer-groups`;
+  return group === undefined ? base : `${base}/${encodeURIComponent(group)}`;
+}
+
+/** GET a consumer-group route: the list, or one group when `group` is given. */
+function getGroups(sim: Simulator, group?: string, token?: string): Promise<Answer> {
+  const headers: Record<string, string> = token === undefined ? {} : { authorization: `Bearer ${token}` };
+  return request(groupsUrl(sim, group), { headers });
+}
+
+/** The partitions of `queue` in a group's 200 answer, as [partition, workerId, leaseActive]. */
+function holders(answer: Answer, queue: string): Array<[string, string | null, boolean]> {
+  assert.equal(answer.status, 200, answer.text);
+  const partitions = (answer.json as WireGroup)[queue]?.partitions ?? [];
+  return partitions.map((p) => [p.partition, p.workerId, p.leaseActive]);
+}
+
+interface RecordedExchange {
+  path: string;
+  status: number;
+  reason: string;
+  headers: Map<string, string>;
+  body: string;
+}
+
+/** The `curl -i` exchanges of the recording: status line, headers, and the one-line body. */
+function recordedExchanges(): RecordedExchange[] {
+  const url = new URL('../../../test/fixtures/real-broker-consumer-groups.txt', import.meta.url);
+  const lines = readFileSync(url, 'utf8').split('\n');
+  const exchanges: RecordedExchange[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const curl = /^\$ curl -s -i (\S+)$/.exec(lines[i] ?? '');
+    if (!curl?.[1]) continue;
+    const statusLine = /^HTTP\/1\.1 (\d{3}) (.*)$/.exec(lines[++i] ?? '');
+    assert.ok(statusLine?.[1] && statusLine[2], `a status line after ${curl[0]}`);
+    const headers = new Map<string, string>();
+    for (let line = lines[++i] ?? ''; line !== ''; line = lines[++i] ?? '') {
+      const colon = line.indexOf(':');
+      headers.set(line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim());
+    }
+    exchanges.push({
+      path: new URL(curl[1]).pathname,
+      status: Number(statusLine[1]),
+      reason: statusLine[2],
+      headers,
+      body: lines[++i] ?? '',
+    });
+  }
+  return exchanges;
+}
+
+/** The headers the recording shows that the simulator writes too (not Date, not uWebSockets). */
+const COMPARED_HEADERS = [
+  'content-type',
+  'content-length',
+  'access-control-allow-origin',
+  'access-control-allow-methods',
+  'access-control-allow-headers',
+];
+
+describe('consumer groups: the recorded scenario (docs/broker.md, "Consumer groups")', () => {
+  it('answers the recorded bytes: list, groups, the stale and acked rows, the empty body, the 404', async () => {
+    const exchanges = recordedExchanges();
+    assert.equal(exchanges.length, 6, 'the recording holds six exchanges');
+    // The recorded pops, at the instants their UUIDv7 lease ids carry. The simulator has one clock;
+    // the real broker's Date header runs about a second behind its database (lastConsumedAt), and
+    // the bodies are what is compared.
+    const clock = fakeClock(Date.parse('2026-12-02T15:29:03.425Z'));
+    const sim = await startSimulator({ now: clock.now });
+    try {
+      const at = (iso: string): void => clock.advance(Date.parse(iso) - clock.now());
+      sim.mint({
+        leaseId: '01a2375f-9fc1-7000-8e29-c05fb9c710f8',
+        queue: 'orders',
+        partitions: [{ partition: 'p1' }, { partition: 'p2' }],
+        seconds: 120,
+      });
+      at('2026-12-02T15:29:03.572Z');
+      sim.mint({
+        leaseId: '01a2375f-a054-7000-a320-fc18ec828e4d',
+        queue: 'orders',
+        group: 'billing',
+        partitions: [{ partition: 'p2' }],
+        seconds: 120,
+      });
+      at('2026-12-02T15:29:03.718Z');
+      const x = { leaseId: '01a2375f-a0e6-7000-ab3b-149c9412a450', queue: 'invoices', seconds: 3 };
+      sim.mint({ ...x, partitions: [{ partition: 'x' }] });
+      at('2026-12-02T15:29:03.743Z');
+      const y = sim.mint({ ...x, leaseId: '01a2375f-a0ff-7000-a85f-7c0e30521b28', partitions: [{ partition: 'y' }] });
+      at('2026-12-02T15:29:04.162Z');
+      assert.equal(sim.release(y), true);
+      at('2026-12-02T15:29:04.200Z');
+      for (const [i, recorded] of exchanges.entries()) {
+        if (i === 3) clock.advance(4 * S); // "4 s later": x's lease (3 s) has expired
+        const answer = await request(`${sim.url}${recorded.path}`);
+        const what = `exchange ${i}: GET ${recorded.path}`;
+        assert.equal(answer.status, recorded.status, what);
+        assert.equal(answer.text, recorded.body, what);
+        for (const name of COMPARED_HEADERS) {
+          assert.equal(answer.headers.get(name), recorded.headers.get(name) ?? null, `${what}: ${name}`);
+        }
+      }
+      // The three quirks the CLI depends on, named (the loop above checked their bytes).
+      assert.equal(exchanges[4]?.path, '/api/v1/consumer-groups/nobody');
+      assert.equal(exchanges[4]?.headers.get('content-length'), '0');
+      assert.equal(exchanges[5]?.status, 404);
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it('keeps the recorded key order (alphabetical) in both answers', async () => {
+    const own = await startSimulator();
+    try {
+      own.mint({ queue: 'orders', group: 'billing', partitions: [{ partition: 'p1' }] });
+      const [summary] = (await getGroups(own)).json as WireGroupSummary[];
+      assert.ok(summary);
+      assert.deepEqual(Object.keys(summary), [...Object.keys(summary)].sort());
+      assert.equal(Object.keys(summary).length, 11);
+      const [partition] = ((await getGroups(own, 'billing')).json as WireGroup).orders?.partitions ?? [];
+      assert.ok(partition);
+      assert.deepEqual(Object.keys(partition), [
+        'lastConsumedAt',
+        'leaseActive',
+        'offsetLag',
+        'partition',
+        'timeLagSeconds',
+        'totalConsumed',
+        'workerId',
+      ]);
+    } finally {
+      await own.close();
+    }
+  });
+});
+
+describe('consumer groups: holders', () => {
+  const { sim, clock } = useSimulator();
+
+  it('names the holder after a pop, keeps the stale id after expiry, and lists an acked row with null', async () => {
+    const live = sim().mint({ queue: 'orders', group: 'g-life', partitions: [{ partition: 'p1' }], seconds: 60 });
+    const lapsing = sim().mint({ queue: 'orders', group: 'g-life', partitions: [{ partition: 'p2' }], seconds: 10 });
+    const acked = sim().mint({ queue: 'orders', group: 'g-life', partitions: [{ partition: 'p3' }] });
+    assert.deepEqual(holders(await getGroups(sim(), 'g-life'), 'orders'), [
+      ['p1', live, true],
+      ['p2', lapsing, true],
+      ['p3', acked, true],
+    ]);
+    sim().release(acked);
+    clock.advance(11 * S);
+    try {
+      const answer = await getGroups(sim(), 'g-life');
+      assert.deepEqual(holders(answer, 'orders'), [
+        ['p1', live, true],
+        ['p2', lapsing, false], // expired, never acked: the broker still records its holder
+        ['p3', null, false], // acked: listed, with no holder
+      ]);
+      const p3 = (answer.json as WireGroup).orders?.partitions[2];
+      assert.equal(p3?.lastConsumedAt, iso(T0));
+      assert.equal(p3?.totalConsumed, 1);
+      assert.equal(p3?.offsetLag, 0);
+    } finally {
+      clock.advance(-11 * S);
+    }
+  });
+
+  it('gathers a multi-partition pop under one id, by queue, both sorted by name', async () => {
+    const id = sim().mint({
+      group: 'g-multi',
+      partitions: [
+        { queue: 'orders', partition: 'p2' },
+        { queue: 'invoices', partition: 'x' },
+        { queue: 'orders', partition: 'p10' },
+      ],
+    });
+    const answer = await getGroups(sim(), 'g-multi');
+    assert.deepEqual(Object.keys(answer.json as WireGroup), ['invoices', 'orders']);
+    assert.deepEqual(holders(answer, 'orders'), [
+      ['p10', id, true],
+      ['p2', id, true],
+    ]);
+    assert.deepEqual(holders(answer, 'invoices'), [['x', id, true]]);
+    const mine = ((await getGroups(sim())).json as WireGroupSummary[]).filter((g) => g.name === 'g-multi');
+    assert.deepEqual(
+      mine.map((g) => [g.queueName, g.topics, g.members, g.partitionsWithLag, g.state]),
+      [
+        ['invoices', ['invoices'], 1, 1, 'Dead'],
+        ['orders', ['orders'], 2, 2, 'Dead'],
+      ],
+    );
+  });
+
+  it('a lease minted on a held row becomes its holder; the old one loses the row, and goes with its last', async () => {
+    const spec = (partitions: string[]): LeaseSpec => ({
+      queue: 'q',
+      group: 'g-over',
+      partitions: partitions.map((partition) => ({ partition })),
+    });
+    const old = sim().mint(spec(['a', 'b']));
+    const taker = sim().mint(spec(['a']));
+    assert.deepEqual(holders(await getGroups(sim(), 'g-over'), 'q'), [
+      ['a', taker, true],
+      ['b', old, true],
+    ]);
+    assert.deepEqual(
+      sim()
+        .lease(old)
+        ?.rows.map((row) => row.partition),
+      ['b'],
+    );
+    assert.equal(documented(await extend(sim(), old, '{"seconds":120}')).renewed, 1, 'only b');
+    sim().mint(spec(['b']));
+    assert.equal(sim().lease(old), undefined, 'no partition names it any more');
+    assert.equal(documented(await extend(sim(), old, '{"seconds":120}')).renewed, 0);
+  });
+
+  it('decides leaseActive on the broker clock', async () => {
+    const id = sim().mint({ queue: 'q', group: 'g-clock', partitions: [{ partition: 'p' }], seconds: 30 });
+    sim().setClockOffset(31 * S);
+    try {
+      assert.deepEqual(holders(await getGroups(sim(), 'g-clock'), 'q'), [['p', id, false]]);
+    } finally {
+      sim().setClockOffset(0);
+    }
+    assert.deepEqual(holders(await getGroups(sim(), 'g-clock'), 'q'), [['p', id, true]]);
+  });
+
+  it('answers an unknown group 200 with an empty JSON body; decodes a percent-encoded group name', async () => {
+    const unknown = await getGroups(sim(), 'nobody-at-all');
+    assert.equal(unknown.status, 200);
+    assert.equal(unknown.text, '');
+    assert.equal(unknown.headers.get('content-length'), '0');
+    assert.equal(unknown.headers.get('content-type'), 'application/json');
+    const name = 'a/b c%d';
+    const id = sim().mint({ queue: 'q', group: name, partitions: [{ partition: 'p' }] });
+    assert.deepEqual(holders(await getGroups(sim(), name), 'q'), [['p', id, true]]);
+    assert.ok(((await getGroups(sim())).json as WireGroupSummary[]).some((g) => g.name === name));
+  });
+
+  it('answers other methods and deeper paths with the HTML 404', async () => {
+    const html = '<html><body><h1>File Not Found</h1><hr><i>uWebSockets/20 Server</i></body></html>';
+    const cases: Array<[string, string]> = [
+      ['GET', '/api/v1/consumer-groups/billing/queues/orders'],
+      ['GET', '/api/v1/consumer-groups/'],
+      ['POST', '/api/v1/consumer-groups'],
+      ['DELETE', '/api/v1/consumer-groups/billing'],
+      ['PUT', '/api/v1/consumer-groups/billing'],
+    ];
+    for (const [method, path] of cases) {
+      const answer = await request(`${sim().url}${path}`, { method });
+      assert.equal(answer.status, 404, `${method} ${path}`);
+      assert.equal(answer.text, html, `${method} ${path}`);
+    }
+  });
+});
+
+describe('consumer groups: authentication', () => {
+  const { sim } = useSimulator({
+    tokens: {
+      rw: { role: 'read-write', tenant: 'a' },
+      ro: { role: 'read-only', tenant: 'a' },
+      'ro-b': { role: 'read-only', tenant: 'b' },
+      none: { role: '' },
+    },
+  });
+
+  it('a read-only token lists both routes but cannot extend (403)', async () => {
+    const id = sim().mint({ tenant: 'a', queue: 'orders', group: 'billing', partitions: [{ partition: 'p1' }] });
+    const list = await getGroups(sim(), undefined, 'ro');
+    assert.equal(list.status, 200);
+    assert.deepEqual(
+      (list.json as WireGroupSummary[]).map((g) => [g.name, g.queueName]),
+      [['billing', 'orders']],
+    );
+    assert.deepEqual(holders(await getGroups(sim(), 'billing', 'ro'), 'orders'), [['p1', id, true]]);
+    const denied = await extend(sim(), id, '{"seconds":120}', 'ro');
+    assert.equal(denied.status, 403);
+    assert.deepEqual(denied.json, { error: 'Insufficient permissions' });
+    assert.equal(documented(await extend(sim(), id, '{"seconds":120}', 'rw')).renewed, 1);
+  });
+
+  it('answers 401 without a token or with an unknown one, and 403 for a role that may not read', async () => {
+    const cases: Array<[string | undefined, number, string]> = [
+      [undefined, 401, 'Authentication required'],
+      ['forged', 401, 'HS256 validation error: invalid signature'],
+      ['none', 403, 'Insufficient permissions'],
+    ];
+    for (const group of [undefined, 'billing']) {
+      for (const [token, status, error] of cases) {
+        const answer = await getGroups(sim(), group, token);
+        assert.equal(answer.status, status, `${group} with token ${token}`);
+        assert.deepEqual(answer.json, { error });
+      }
+    }
+  });
+
+  it("shows a tenant nothing of another tenant's partitions (as the extend route does)", async () => {
+    sim().mint({ tenant: 'a', queue: 'orders', group: 'tenant-a-only', partitions: [{ partition: 'p1' }] });
+    const list = (await getGroups(sim(), undefined, 'ro-b')).json as WireGroupSummary[];
+    assert.ok(!list.some((g) => g.name === 'tenant-a-only'), JSON.stringify(list));
+    const group = await getGroups(sim(), 'tenant-a-only', 'ro-b');
+    assert.deepEqual([group.status, group.text], [200, ''], 'an unknown group to tenant b');
+    assert.equal((await getGroups(sim(), 'tenant-a-only', 'ro')).status, 200);
+  });
+});
+
+describe('consumer groups: faults', () => {
+  const { sim } = useSimulator();
+
+  it('status, body, drop and reset-mid-body faults apply to both routes', async () => {
+    const id = sim().mint({ queue: 'orders', group: 'g-fault', partitions: [{ partition: 'p1' }] });
+    sim().inject({ kind: 'status', status: 503, times: 2 });
+    assert.equal((await getGroups(sim())).status, 503);
+    assert.equal((await getGroups(sim(), 'g-fault')).status, 503);
+    sim().inject({ kind: 'body', body: '{"orders":', times: 1 });
+    assert.equal((await getGroups(sim(), 'g-fault')).text, '{"orders":');
+    sim().inject({ kind: 'drop', times: 1 });
+    await assert.rejects(getGroups(sim(), 'g-fault'));
+    sim().inject({ kind: 'reset-mid-body', times: 1 });
+    const res = await fetch(groupsUrl(sim(), 'g-fault'));
+    assert.equal(res.status, 200);
+    await assert.rejects(res.text());
+    assert.deepEqual(holders(await getGroups(sim(), 'g-fault'), 'orders'), [['p1', id, true]], 'faults used up');
+  });
+
+  it('latency and hang delay the routes; a fault restricted to a lease id never matches them', async () => {
+    const id = sim().mint({ queue: 'orders', group: 'g-slow', partitions: [{ partition: 'p1' }] });
+    sim().inject({ kind: 'status', status: 500, leaseId: id });
+    sim().inject({ kind: 'latency', ms: 150, times: 1 });
+    try {
+      const started = Date.now();
+      assert.deepEqual(holders(await getGroups(sim(), 'g-slow'), 'orders'), [['p1', id, true]]);
+      assert.ok(Date.now() - started >= 140, 'delayed by the latency fault');
+      assert.equal((await getGroups(sim(), 'g-slow')).status, 200, 'the lease-id fault is not for this route');
+      sim().resetLog();
+      sim().inject({ kind: 'hang' });
+      const pending = getGroups(sim());
+      await waitFor(() => sim().log.length === 1, 'the held request');
+      assert.equal(sim().log[0]?.status, null);
+      sim().clearFaults();
+      assert.equal((await pending).status, 200);
+    } finally {
+      sim().clearFaults();
+    }
+  });
+});
+
+describe('consumer groups: the control interface', () => {
+  const { sim } = useSimulator({ logLimit: 0 });
+  const control = (): SimulatorControl => new SimulatorControl(sim().url);
+
+  it('mints on named queues, partitions and groups, and acks leaving the rows listed with null', async () => {
+    const id = await control().mint({
+      queue: 'orders',
+      partitions: [{ partition: 'p1' }, { partition: 'p2', group: 'billing' }],
+      seconds: 60,
+    });
+    assert.deepEqual(holders(await getGroups(sim(), '__QUEUE_MODE__'), 'orders'), [['p1', id, true]]);
+    assert.deepEqual(holders(await getGroups(sim(), 'billing'), 'orders'), [['p2', id, true]]);
+    assert.equal(await control().release(id), true);
+    assert.deepEqual(holders(await getGroups(sim(), '__QUEUE_MODE__'), 'orders'), [['p1', null, false]]);
+    assert.deepEqual(holders(await getGroups(sim(), 'billing'), 'orders'), [['p2', null, false]]);
+  });
+
+  it('sets a read-only token through configure', async () => {
+    await control().configure({ tokens: { ro: { role: 'read-only' } } });
+    try {
+      const id = sim().mint({ queue: 'q', group: 'g-ro', partitions: [{ partition: 'p' }] });
+      assert.equal((await getGroups(sim(), 'g-ro')).status, 401);
+      assert.deepEqual(holders(await getGroups(sim(), 'g-ro', 'ro'), 'q'), [['p', id, true]]);
+      assert.equal((await extend(sim(), id, '{}', 'ro')).status, 403);
+    } finally {
+      await control().configure({ tokens: null });
+    }
+  });
+
+  it('mints many leases in one request, or none when one spec is wrong', async () => {
+    const specs: LeaseSpec[] = ['a', 'b', 'c'].map((partition) => ({
+      queue: 'q',
+      group: 'g-many',
+      partitions: [{ partition }],
+    }));
+    const ids = await control().mintMany(specs);
+    assert.equal(new Set(ids).size, 3);
+    assert.deepEqual(
+      holders(await getGroups(sim(), 'g-many'), 'q').map(([partition, workerId]) => [partition, workerId]),
+      [
+        ['a', ids[0]],
+        ['b', ids[1]],
+        ['c', ids[2]],
+      ],
+    );
+    const wrong = control().mintMany([{ queue: 'q', group: 'g-wrong' }, { seconds: 'x' } as unknown as LeaseSpec]);
+    await assert.rejects(wrong, (err: unknown) => {
+      assert.ok(err instanceof SimulatorControlError);
+      assert.equal(err.status, 400);
+      assert.match(err.message, /leases\[1\]: seconds must be a finite number/);
+      return true;
+    });
+    assert.equal((await getGroups(sim(), 'g-wrong')).text, '', 'nothing minted');
+  });
+
+  it('answers 5,000 partitions of one group in one request, from one control request', async () => {
+    const id = await control().mint({ queue: 'orders', group: 'g-5000', partitions: 5000, seconds: 600 });
+    const started = performance.now();
+    const answer = await getGroups(sim(), 'g-5000');
+    const elapsedMs = performance.now() - started;
+    const rows = holders(answer, 'orders');
+    assert.equal(rows.length, 5000);
+    assert.ok(rows.every(([, workerId, active]) => workerId === id && active));
+    assert.equal(new Set(rows.map(([partition]) => partition)).size, 5000);
+    // Generous for a loaded 2-core machine; on an idle one it takes a few tens of milliseconds.
+    assert.ok(elapsedMs < 2000, `answered in ${Math.round(elapsedMs)} ms`);
+
+    const ids = await control().mintMany(
+      Array.from({ length: 5000 }, (_, i) => ({
+        queue: 'orders',
+        group: 'g-5000-leases',
+        partitions: [{ partition: `p${i}` }],
+      })),
+    );
+    const leases = holders(await getGroups(sim(), 'g-5000-leases'), 'orders');
+    assert.equal(new Set(leases.map(([, workerId]) => workerId)).size, 5000);
+    assert.deepEqual(new Set(leases.map(([, workerId]) => workerId)), new Set(ids));
   });
 });
 
@@ -674,17 +1154,19 @@ describe('transport', () => {
 });
 
 describe('main.ts (the simulator as its own process)', () => {
-  const main = new URL('./simulator/main.js', import.meta.url).pathname;
+  const main = new URL('../../tools/simulator/main.js', import.meta.url).pathname;
 
   it('prints its URL as one JSON line, serves, and exits 0 on SIGTERM', async () => {
-    const child = spawn(process.execPath, [main, '--shape', 'array', '--token', 'tk=read-write:t1', '--no-log'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const simulator = startProcess(process.execPath, [
+      main,
+      '--shape',
+      'array',
+      '--token',
+      'tk=read-write:t1',
+      '--no-log',
+    ]);
     try {
-      const line = await new Promise<string>((resolve) =>
-        child.stdout.once('data', (d: Buffer) => resolve(d.toString())),
-      );
+      const [line = ''] = await simulator.waitForStdout(/^.*\n/);
       assert.match(line, /^\{"url":"http:\/\/127\.0\.0\.1:\d+"\}\n$/);
       const { url } = JSON.parse(line) as { url: string };
       const control = new SimulatorControl(url);
@@ -697,16 +1179,15 @@ describe('main.ts (the simulator as its own process)', () => {
       assert.equal((answer.json as ArrayResult[])[0]?.success, true);
       assert.deepEqual(await control.log(), []);
     } finally {
-      child.kill('SIGTERM');
+      simulator.kill('SIGTERM');
     }
-    assert.equal(await exited, 0);
+    const { code, stdout, stderr } = await simulator.exited;
+    assert.equal(code, 0, stderr);
+    assert.equal(stdout.split('\n').length, 2, 'exactly one line');
   });
 
   it('exits 1 with a message on stderr for a bad flag', async () => {
-    const child = spawn(process.execPath, [main, '--shape', 'xml'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const { code, stderr } = await runProcess(process.execPath, [main, '--shape', 'xml']);
     assert.equal(code, 1);
     assert.match(stderr, /--shape must be documented or array/);
   });

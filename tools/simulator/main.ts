@@ -1,7 +1,7 @@
 /**
  * Runs a broker simulator as its own process:
  *
- *   node dist/test/simulator/main.js [--port N] [--host H] [--shape documented|array]
+ *   node dist/tools/simulator/main.js [--port N] [--host H] [--shape documented|array]
  *     [--token TOKEN=ROLE[:TENANT]]... [--clock-offset MS] [--no-log]
  *
  * Once listening it prints exactly one line of JSON, `{"url":"http://127.0.0.1:PORT"}`, and runs
@@ -9,7 +9,7 @@
  * offset is written `--clock-offset=-5000`.
  */
 import { parseArgs } from 'node:util';
-import { startSimulator, type Shape, type SimulatorOptions, type TokenGrant } from './simulator.js';
+import { startSimulator, type Shape, type SimulatorOptions, type TokenGrant } from './index.js';
 
 const USAGE =
   'usage: main.js [--port N] [--host H] [--shape documented|array] ' +

@@ -1,0 +1,77 @@
+/**
+ * The suite's process runner keeps its promises: a hang is killed and fails its own test, a
+ * wait fails as soon as the process ends without what it waited for, a leftover holding the
+ * pipes does not hide the exit, and no machine setting (QUEEN_*, ~/.queen) reaches a test.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { runProcess, startProcess } from './cli.js';
+
+const node = (script: string): [string, string[]] => [process.execPath, ['-e', script]];
+
+describe('process runner', () => {
+  it('kills a process that outlives its timeout and says so', async () => {
+    const result = await runProcess(...node('setInterval(() => {}, 1000)'), { timeoutMs: 300 });
+    assert.equal(result.killed, true);
+    assert.equal(result.signal, 'SIGKILL');
+  });
+
+  it('waits for a pattern, writes to standard input, relays a signal, and reports the exit', async () => {
+    const run = startProcess(
+      ...node(`
+        process.on('SIGTERM', () => { console.log('bye'); process.exit(3); });
+        process.stdin.setEncoding('utf8').on('data', (text) => console.log('got ' + text));
+        console.log('ready');`),
+      { stdin: null },
+    );
+    await run.waitForStdout(/ready\n/);
+    run.write('ping');
+    await run.waitForStdout(/got ping\n/);
+    run.kill('SIGTERM');
+    const result = await run.exited;
+    assert.deepEqual(result, { code: 3, signal: null, stdout: 'ready\ngot ping\nbye\n', stderr: '', killed: false });
+  });
+
+  it('fails a wait once the process has ended without printing what was awaited, not at the timeout', async () => {
+    const run = startProcess(...node("console.error('something else'); process.exit(2)"));
+    await assert.rejects(
+      run.waitForStdout(/never/, 60_000),
+      /the process ended \(2\) waiting for \/never\/[\s\S]*something else/,
+    );
+    assert.equal((await run.exited).code, 2);
+  });
+
+  it('reports the exit even while a process left behind holds the pipes open', async () => {
+    const result = await runProcess('sh', ['-c', 'sleep 30 & echo $!'], { closeGraceMs: 200 });
+    const leftover = Number(result.stdout.trim());
+    try {
+      assert.equal(result.code, 0);
+      assert.ok(leftover > 0, result.stdout);
+      // Reported while the leftover still runs (and holds the pipes): kill(0) finds it.
+      assert.doesNotThrow(() => process.kill(leftover, 0));
+    } finally {
+      process.kill(leftover, 'SIGKILL');
+    }
+  });
+
+  it('runs in a clean environment: no QUEEN_* variable, a HOME without ~/.queen', async () => {
+    process.env.QUEEN_TOKEN = 'from-the-machine';
+    try {
+      const script = `console.log(JSON.stringify({
+        home: process.env.HOME,
+        queen: Object.keys(process.env).filter((key) => key.startsWith('QUEEN_')),
+        extra: process.env.EXTRA,
+      }))`;
+      const result = await runProcess(...node(script), { env: { EXTRA: 'set', QUEEN_SERVER: undefined } });
+      const seen = JSON.parse(result.stdout) as { home: string; queen: string[]; extra: string };
+      assert.deepEqual(seen.queen, []);
+      assert.equal(seen.extra, 'set');
+      assert.notEqual(seen.home, process.env.HOME);
+      assert.equal(existsSync(join(seen.home, '.queen')), false);
+    } finally {
+      delete process.env.QUEEN_TOKEN;
+    }
+  });
+});

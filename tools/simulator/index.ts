@@ -1,0 +1,33 @@
+/**
+ * The lease broker simulator: what the tests, the demo and the benchmark import. One file per
+ * concern:
+ *
+ *   server.ts           the HTTP(S) server, its settings, log and stats; `startSimulator`
+ *   routes.ts           which broker route a request is for, and who answers it
+ *   extend-route.ts     the extend route in both shapes (documented object, older array)
+ *   auth.ts             bearer tokens, roles and tenants
+ *   leases.ts           the lease store: leases as (queue, partition, group) rows with expiries
+ *   consumer-groups.ts  each (group, queue, partition)'s holder, and the routes that list them
+ *   faults.ts           injected faults (latency, drops, resets, statuses, bodies, hangs)
+ *   control.ts          the `/_sim/` control interface and its client, `SimulatorControl`
+ *   request-log.ts      the log of broker requests
+ *   wire.ts             bodies, paths, timestamps and answers as they travel
+ *   input.ts            validation of what callers hand the simulator
+ *   main.ts             the simulator as its own process
+ */
+export type { TokenGrant } from './auth.js';
+export type { WireGroup, WireGroupSummary, WirePartition } from './consumer-groups.js';
+export { SimulatorControl, SimulatorControlError, type ControlConfig } from './control.js';
+export { arraySeconds, documentedSeconds, type Shape } from './extend-route.js';
+export { parseFault, type Fault, type FaultAction, type WireFault } from './faults.js';
+export { SimulatorInputError } from './input.js';
+export type { LeaseRow, LeaseSpec, LeaseView, PartitionSpec } from './leases.js';
+export type { LogEntry } from './request-log.js';
+export {
+  startSimulator,
+  type Simulator,
+  type SimulatorConfig,
+  type SimulatorOptions,
+  type SimulatorStats,
+} from './server.js';
+export { isoMicros, isoMillis } from './wire.js';

@@ -1,0 +1,86 @@
+/**
+ * The broker API the simulator serves (docs/broker.md): which route a request is for, and its
+ * answer. Everything under `/_sim/` is the control interface instead (control.ts).
+ */
+import { authorize, READING_ROLES, RENEWING_ROLES, type Tokens } from './auth.js';
+import type { ConsumerGroups } from './consumer-groups.js';
+import type { ExtendRoute, Shape } from './extend-route.js';
+import { jsonReply, jsonTextReply, type Reply } from './wire.js';
+
+/** uWebSockets' own 404, recorded for a GET on the extend route and on a per-queue group path. */
+const HTML_NOT_FOUND = '<html><body><h1>File Not Found</h1><hr><i>uWebSockets/20 Server</i></body></html>';
+
+export type BrokerRoute =
+  | { kind: 'extend'; leaseId: string }
+  | { kind: 'extend-other-method'; leaseId: string }
+  | { kind: 'consumer-groups' }
+  | { kind: 'consumer-group'; group: string }
+  | { kind: 'html-not-found' }
+  | { kind: 'health' }
+  | { kind: 'not-found' };
+
+/** What the routes read of the simulator's state, as it is when the request is answered. */
+export interface BrokerState {
+  readonly shape: Shape;
+  readonly tokens: Tokens;
+  readonly extend: ExtendRoute;
+  readonly consumerGroups: ConsumerGroups;
+  brokerNow(): number;
+}
+
+/**
+ * Only POST is routed on the extend path and only GET on the consumer-group paths; any other
+ * method there, and any path below `/api/v1/consumer-groups/:group` (recorded: `…/queues/:queue`),
+ * meets the server's HTML 404.
+ */
+export function matchBrokerRoute(method: string, segments: readonly string[]): BrokerRoute {
+  const [root, api, version, resource, name, action] = segments;
+  const isApi = root === '' && api === 'api' && version === 'v1';
+  const isExtend =
+    isApi && segments.length === 6 && resource === 'lease' && action === 'extend' && name !== undefined && name !== '';
+  if (isExtend) return { kind: method === 'POST' ? 'extend' : 'extend-other-method', leaseId: name };
+  if (isApi && resource === 'consumer-groups') {
+    if (method !== 'GET') return { kind: 'html-not-found' };
+    if (segments.length === 4) return { kind: 'consumer-groups' };
+    if (segments.length === 5 && name !== undefined && name !== '') return { kind: 'consumer-group', group: name };
+    return { kind: 'html-not-found' };
+  }
+  if (method === 'GET' && segments.length === 2 && segments[1] === 'health') return { kind: 'health' };
+  return { kind: 'not-found' };
+}
+
+/** The answer to `route`; null when the simulator closed before it was ready. */
+export function answerBroker(
+  route: BrokerRoute,
+  state: BrokerState,
+  authorization: string | undefined,
+  body: string,
+): Reply | Promise<Reply | null> {
+  switch (route.kind) {
+    case 'health':
+      return jsonReply(200, { status: 'healthy' });
+    case 'not-found':
+      return jsonReply(404, { error: 'Not found' });
+    case 'extend-other-method':
+    case 'html-not-found':
+      return { status: 404, statusMessage: 'File Not Found', headers: {}, body: HTML_NOT_FOUND };
+    case 'extend': {
+      // Recorded: auth is checked before the body is looked at.
+      const auth = authorize(state.tokens, authorization, RENEWING_ROLES);
+      if ('reply' in auth) return auth.reply;
+      return state.extend.answer(state.shape, route.leaseId, auth.scope, body);
+    }
+    case 'consumer-groups': {
+      const auth = authorize(state.tokens, authorization, READING_ROLES);
+      if ('reply' in auth) return auth.reply;
+      return jsonReply(200, state.consumerGroups.summaries(auth.scope, state.brokerNow()));
+    }
+    case 'consumer-group': {
+      const auth = authorize(state.tokens, authorization, READING_ROLES);
+      if ('reply' in auth) return auth.reply;
+      const group = state.consumerGroups.group(route.group, auth.scope, state.brokerNow());
+      // Recorded: an unknown group is 200 with an empty body (Content-Length 0), not `{}`.
+      return group === undefined ? jsonTextReply(200, '') : jsonReply(200, group);
+    }
+  }
+}
