@@ -43,18 +43,6 @@ export function parseDuration(text: string, flag: string): number {
   return ms;
 }
 
-export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
-  let seconds = Math.floor(ms / 1000);
-  const hours = Math.floor(seconds / 3600);
-  seconds -= hours * 3600;
-  const minutes = Math.floor(seconds / 60);
-  seconds -= minutes * 60;
-  if (hours > 0) return `${hours}h${String(minutes).padStart(2, '0')}m`;
-  if (minutes > 0) return `${minutes}m${String(seconds).padStart(2, '0')}s`;
-  return `${seconds}s`;
-}
-
 // Control characters (C0, DEL, C1) never occur in a minted lease id; in a terminal they can
 // hide what is being renewed.
 // eslint-disable-next-line no-control-regex
@@ -71,8 +59,9 @@ export function checkLeaseId(leaseId: string, where = 'lease id'): string {
   // No encoding makes these one plain segment: %2E is the same unreserved "." (RFC 3986 2.3),
   // and URL parsers and proxies resolve it as a dot segment, i.e. another route.
   if (leaseId === '.' || leaseId === '..') {
+    const means = leaseId === '.' ? 'this route' : 'the route above';
     throw new UsageError(
-      `${where} ${JSON.stringify(leaseId)} cannot be sent: in a URL path it means ${leaseId === '.' ? 'this route' : 'the route above'}, even percent-encoded`,
+      `${where} ${JSON.stringify(leaseId)} cannot be sent: in a URL path it means ${means}, even percent-encoded`,
       'lease ids are the leaseId a pop returned',
     );
   }

@@ -7,9 +7,9 @@ import { describe, it } from 'node:test';
 import type { RequestOptions } from '../../src/broker/client.js';
 import type { Renewal } from '../../src/broker/contract.js';
 import { AuthError, BrokerError } from '../../src/exit.js';
-import type { WatchEvent } from '../../src/watch/events.js';
+import type { WatchEvent } from '../../src/renewal/events.js';
 import { localDeadline } from '../../src/broker/broker-clock.js';
-import { MinHeap, type HeapItem } from '../../src/watch/heap.js';
+import { MinHeap, type HeapItem } from '../../src/renewal/heap.js';
 import {
   RenewalScheduler,
   defaultEveryMs,
@@ -17,7 +17,7 @@ import {
   safetyMarginMs,
   type WatchSummary,
   type WatchTiming,
-} from '../../src/watch/scheduler.js';
+} from '../../src/renewal/scheduler.js';
 import { FakeClock } from '../support/fakes.js';
 
 const S = 1000;

@@ -3,13 +3,13 @@
  * exit 4 when nothing was renewed, whatever the HTTP status said (contract, "The renewal
  * result").
  */
-import { formatDuration } from '../../args.js';
 import { remainingMs } from '../../broker/broker-clock.js';
 import type { RenewalResult } from '../../broker/contract.js';
 import type { ExitCode } from '../../exit.js';
+import { formatDuration } from '../../output/duration.js';
 import type { Runtime } from '../runtime.js';
 import { runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
-import type { LeaseOutcome } from './renew-all.js';
+import type { LeaseOutcome } from '../../renewal/renew-all.js';
 
 export type ExtendOptions = LeaseRunOptions;
 

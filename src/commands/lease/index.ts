@@ -165,7 +165,7 @@ Examples:
       ) => {
         const { runWatch } = await import('./watch.js');
         // A long watch measures on monotonic time: an NTP step must not move every deadline.
-        const { monotonicClock } = await import('../../watch/monotonic-clock.js');
+        const { monotonicClock } = await import('../../clock.js');
         const { watchOutputMode } = await import('../../output/watch.js');
         const flags = command.optsWithGlobals<{ output?: string; token?: string; quiet?: boolean }>();
         await globals.run(command, async (runtime, settings, proc) => {

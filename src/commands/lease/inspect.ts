@@ -5,12 +5,12 @@
  * current deadline and now + 1 s (lease-extend-route.md), which leaves a live lease's deadline
  * where it was and never resurrects an expired one.
  */
-import { formatDuration } from '../../args.js';
 import { remainingMs } from '../../broker/broker-clock.js';
 import type { ExitCode } from '../../exit.js';
+import { formatDuration } from '../../output/duration.js';
 import type { Runtime } from '../runtime.js';
 import { runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
-import type { LeaseOutcome } from './renew-all.js';
+import type { LeaseOutcome } from '../../renewal/renew-all.js';
 
 /** The probe: the least a renewal can ask for. */
 export const INSPECT_SECONDS = 1;

@@ -3,18 +3,19 @@
  * records or collect table rows, then say on stderr what went wrong. A verb supplies only its
  * view: the record, the table and the word for success.
  */
-import { formatDuration, leaseIdSource } from '../../args.js';
+import { leaseIdSource } from '../../args.js';
 import { timeZoneSuspicion } from '../../broker/broker-clock.js';
 import type { RetryPolicy } from '../../broker/retry.js';
 import { ExitCode, runExitCode } from '../../exit.js';
 import { write } from '../../io.js';
+import { formatDuration } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
 import { recordSink } from '../../output/records.js';
 import { RunReport } from '../../output/report.js';
 import { loadStyle, type Style } from '../../output/style.js';
 import { renderTable } from '../../output/table.js';
 import type { Runtime } from '../runtime.js';
-import { renewAll, type LeaseOutcome } from './renew-all.js';
+import { renewAll, type LeaseOutcome } from '../../renewal/renew-all.js';
 
 export interface LeaseRunOptions {
   leaseIds: string[];

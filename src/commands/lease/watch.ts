@@ -29,8 +29,8 @@ import {
 } from '../../output/watch.js';
 import { errorMessage } from '../../output/words.js';
 import { SupervisedChild, type ChildExit } from '../../watch/child.js';
-import type { WatchEvent } from '../../watch/events.js';
-import { RenewalScheduler, defaultEveryMs, safetyMarginMs, type WatchSummary } from '../../watch/scheduler.js';
+import type { WatchEvent } from '../../renewal/events.js';
+import { RenewalScheduler, defaultEveryMs, safetyMarginMs, type WatchSummary } from '../../renewal/scheduler.js';
 import type { VerbProcess } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 

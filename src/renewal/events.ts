@@ -1,5 +1,5 @@
 /**
- * What a watch reports, one event at a time (contract, "watch"): the names and the keys
+ * What a watch reports, one event at a time (docs/cli-contract.md, "watch"): the names and the keys
  * `event`, `leaseId`, `at` and each event's own keys are fixed there; the rest are additions.
  * `-o json`/`-o ndjson` print these objects as they are.
  */
