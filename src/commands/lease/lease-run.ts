@@ -14,6 +14,7 @@ import { recordSink } from '../../output/records.js';
 import { RunReport } from '../../output/report.js';
 import { loadStyle, type Style } from '../../output/style.js';
 import { renderTable } from '../../output/table.js';
+import type { Settings } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { renewAll, type LeaseOutcome } from '../../renewal/renew-all.js';
 
@@ -25,6 +26,16 @@ export interface LeaseRunOptions {
   /** null: print no results (-q without -o). */
   format: OutputFormat | null;
   noHeaders: boolean;
+}
+
+/** What extend and inspect take from their operands, --retries and the global settings. */
+export function leaseRunOptions(
+  leaseIds: string[],
+  retries: number,
+  settings: Settings,
+): Omit<LeaseRunOptions, 'seconds'> {
+  const { retry, concurrency, format, noHeaders } = settings;
+  return { leaseIds, retry: { ...retry, retries }, concurrency, format, noHeaders };
 }
 
 export interface LeaseView<R extends object> {

@@ -1,14 +1,16 @@
 /**
  * `queenctl lease watch <leaseId...> [-- command args...]`: keep leases renewed
- * (watch/scheduler.ts), and supervise the command that needs them (watch/child.ts). This module
- * decides how a watch ends and with which status (contract, "watch" and "Exit codes").
+ * (renewal/scheduler.ts), and supervise the command that needs them (watch/child.ts). This module
+ * decides how a watch ends and with which status (docs/cli-contract.md, "watch" and "Exit codes").
  *
  * Without a command the watch goes on with the leases still held; it ends when none is left,
  * at --for, or on SIGINT/SIGTERM. With one, the command starts after the first renewal of
  * every lease, and the watch ends with it: its status passes through, or 4 when a lease was
  * lost and the command was stopped for that.
  */
+import { Command } from 'commander';
 import { leaseIdSource } from '../../args.js';
+import { monotonicClock } from '../../clock.js';
 import { ExitCode, UsageError, combineExitCodes } from '../../exit.js';
 import {
   childExitedNote,
@@ -23,6 +25,7 @@ import {
   stoppingChildOnRefusal,
   tokenOnCommandLineHint,
   watchFailureMessage,
+  watchOutputMode,
   watchRenderer,
   type WatchOutputMode,
   type WatchRenderer,
@@ -31,8 +34,9 @@ import { errorMessage } from '../../output/words.js';
 import { SupervisedChild, type ChildExit } from '../../watch/child.js';
 import type { WatchEvent } from '../../renewal/events.js';
 import { RenewalScheduler, defaultEveryMs, safetyMarginMs, type WatchSummary } from '../../renewal/scheduler.js';
-import type { VerbProcess } from '../globals.js';
+import type { GlobalContext, Settings, VerbProcess } from '../globals.js';
 import type { Runtime } from '../runtime.js';
+import { durationOption, exitCodesHelp, LEASE_IDS_ARGUMENT, secondsOption } from './options.js';
 
 export interface WatchOptions {
   /** As given; `-` reads ids from standard input. */
@@ -52,6 +56,96 @@ export interface WatchOptions {
 }
 
 export const DEFAULT_KILL_AFTER_MS = 10_000;
+
+export function watchCommand(globals: GlobalContext): Command {
+  return new Command('watch')
+    .description('keep leases renewed through broker faults, and run a command only while they are held')
+    .argument(...LEASE_IDS_ARGUMENT)
+    .addOption(secondsOption('60', 'each renewal extends to now + seconds on the broker clock (1 to 2147483647)'))
+    .addOption(durationOption('--every <duration>', 'renew this often (default: a third of --seconds)'))
+    .addOption(durationOption('--for <duration>', 'stop watching after this long (without a command)'))
+    .addOption(
+      durationOption('--kill-after <duration>', 'SIGKILL the command this long after SIGTERM').default(
+        DEFAULT_KILL_AFTER_MS,
+        '10s',
+      ),
+    )
+    .usage('[options] <leaseId...> [-- <command> [args...]]')
+    .addHelpText(
+      'after',
+      `
+Renewals: at once, then every --every, and always before the expiry the broker reported, less a
+safety margin. Deadlines are measured without trusting this machine's clock to agree with the
+broker's. Failures that may pass (unreachable, reset, timeout, 5xx) are retried with backoff for
+as long as the lease has time left; each request's timeout is cut to that time.
+
+A lease is lost when the broker renews nothing (renewed: 0), or when its expiry passes with no
+successful renewal. Without a command the watch goes on with the leases still held.
+
+With -- <command>: it starts once every lease has been renewed, in its own process group, with
+QUEEN_LEASE_ID, QUEEN_LEASE_IDS and QUEEN_LEASE_EXPIRES_AT set and QUEEN_TOKEN removed. SIGINT,
+SIGTERM and SIGHUP go to its whole group and queenctl waits for it; when it exits, renewal stops.
+A command still running --kill-after after SIGINT or SIGTERM gets SIGKILL. When a lease is lost,
+its group gets SIGTERM, then SIGKILL after --kill-after. It runs outside the terminal's
+foreground job: Ctrl+C reaches it through queenctl. With -o json/ndjson its stdout goes to
+stderr, so stdout stays one event per line.
+
+Output: -o json or -o ndjson streams events on stdout, one per line (renewed, retry, lost,
+stopped), also the default in a pipe without a command. Otherwise: a spinner on a terminal, one
+line per event on stderr when not on one or when a command shares the terminal; -q only errors.
+
+${exitCodesHelp({
+  ok: '--for elapsed and no lease was lost',
+  broker: 'broker error: a lease could not be renewed even once',
+  notHeld: 'a lease was lost (without a command: once none is left, or at --for)',
+})}
+  130/143  stopped by SIGINT/SIGTERM (without a command)
+With a command: its own exit status (128 + signal number when a signal ended it), or 4 when a
+lease was lost and the command was stopped for that.
+
+Examples:
+  queenctl lease watch "$LEASE" -- ./reprocess.sh --batch 7
+  queenctl lease watch "$LEASE" -q & WATCH=$!       # keep it alive while working by hand;
+  ...; kill $WATCH                                   # -q: only a loss is printed
+  queenctl lease watch - --for 30m -o ndjson < leases.txt | jq -c 'select(.event == "lost")'`,
+    )
+    .action(
+      async (
+        operands: string[],
+        options: { seconds: number; every?: number; for?: number; killAfter: number },
+        command: Command,
+      ) => {
+        const run = (runtime: Runtime, settings: Settings, proc: VerbProcess): Promise<number> => {
+          // Commander puts what follows `--` among the operands: it is the command, not lease ids.
+          const after = proc.argvAfterDashDash;
+          const leaseIds = after === null ? operands : operands.slice(0, Math.max(0, operands.length - after.length));
+          const output = watchOutputMode({
+            format: settings.format,
+            outputGiven: settings.outputGiven,
+            hasCommand: after !== null,
+            quiet: runtime.io.quiet,
+            stderrIsTTY: Boolean(runtime.io.stderr.isTTY),
+            term: proc.env.TERM,
+          });
+          const watch: WatchOptions = {
+            leaseIds,
+            seconds: options.seconds,
+            everyMs: options.every,
+            forMs: options.for,
+            killAfterMs: options.killAfter,
+            requestTimeoutMs: settings.timeoutMs,
+            concurrency: settings.concurrency,
+            command: after,
+            output,
+            tokenOnCommandLine: settings.tokenOnCommandLine,
+          };
+          return runWatch(watch, runtime, proc);
+        };
+        // A long watch measures on monotonic time: an NTP step must not move every deadline.
+        await globals.run(command, run, { clock: monotonicClock });
+      },
+    );
+}
 
 /** Everything `--` must not be, checked before anything is sent. */
 export function checkCommand(options: Pick<WatchOptions, 'command' | 'forMs'>): void {
