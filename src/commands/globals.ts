@@ -47,7 +47,8 @@ export function addGlobalOptions(program: Command): Command {
   return program
     .option(
       '--server <url>',
-      'broker URL, or replicas separated by commas, tried in turn (env QUEEN_SERVER; default from the context, else http://localhost:6632)',
+      'broker URL, or replicas separated by commas, tried in turn ' +
+        '(env QUEEN_SERVER; default from the context, else http://localhost:6632)',
     )
     .option('--token <jwt>', 'bearer token (env QUEEN_TOKEN); prefer --token-file, a flag shows in ps')
     .option('--token-file <path>', 'read the bearer token from a file (a trailing newline is ignored)')

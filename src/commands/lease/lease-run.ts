@@ -70,10 +70,8 @@ export async function runLeaseRequests<R extends object>(
       concurrency: options.concurrency,
       onRetry: (leaseId, error, attempt, delayMs) => {
         if (io.quiet) return;
-        void write(
-          io.stderr,
-          `queenctl: ${leaseId}: ${error.message}; retry ${attempt} of ${options.retry.retries} in ${formatDuration(delayMs)}\n`,
-        );
+        const retry = `retry ${attempt} of ${options.retry.retries} in ${formatDuration(delayMs)}`;
+        void write(io.stderr, `queenctl: ${leaseId}: ${error.message}; ${retry}\n`);
       },
     },
     runtime,
