@@ -15,7 +15,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { OutputStream } from '../io.js';
-import type { ChildExit } from '../watch/child.js';
+import type { ChildExit } from '../watch/supervisor.js';
 import type { LostEvent, RetryEvent, StoppedEvent, WatchEvent } from '../renewal/events.js';
 import type { WatchFailure, WatchStatus } from '../renewal/scheduler.js';
 import { formatDuration } from './duration.js';

@@ -1,44 +1,38 @@
 /**
- * The command a watch supervises: started in its own process group, signalled as a group, and
- * never left behind. Lock tools that signal only the `sh -c` wrapper leave the real work
- * running without its lock; signalling the group (kill(-pgid)) reaches what the command started.
+ * The real launcher of the supervisor's port: a watched command runs in a process group of its
+ * own, is signalled as a group, and is never left behind. Lock tools that signal only the
+ * `sh -c` wrapper leave the real work running without its lock; signalling the group
+ * (kill(-pgid)) reaches what the command started.
  *
  * This module and cli.ts are where queenctl touches other processes.
  */
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
-import type { Clock } from '../clock.js';
+import type { ChildExit, Launch, LaunchedCommand, LaunchSpec } from './supervisor.js';
 
-export interface ChildSpec {
-  command: string;
-  args: readonly string[];
-  env: NodeJS.ProcessEnv;
-  /** The command's stdout goes to queenctl's stderr: stdout carries the event stream. */
-  stdoutToStderr?: boolean;
-}
-
-/** How the command ended, and the status a shell would report for it. */
-export interface ChildExit {
-  /** The exit code, or 128 + the signal's number when a signal ended it (126/127 when it never ran). */
-  status: number;
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  /** Set when the command could not be started at all. */
-  startError?: NodeJS.ErrnoException;
-}
-
-/** How often a group that was told to stop is looked at. */
-const GROUP_POLL_MS = 50;
-
+/** The status a shell reports: the exit code, or 128 + the number of the signal that ended it. */
 export function exitStatus(code: number | null, signal: NodeJS.Signals | null): number {
   if (code !== null) return code;
   const number = signal ? constants.signals[signal] : undefined;
   return number === undefined ? 1 : 128 + number;
 }
 
-export class SupervisedChild {
-  /** Resolves once the command's own process has exited (its group may live on). */
+/**
+ * Starts the command with inherited stdio in a new process group (detached: a new session on
+ * POSIX). Resolves once it runs, or with its ChildExit (126/127) when it cannot be started.
+ */
+export const launchInProcessGroup: Launch = (spec: LaunchSpec) =>
+  new Promise((resolve) => {
+    const stdio: StdioOptions = spec.stdoutToStderr ? ['inherit', 2, 'inherit'] : 'inherit';
+    const child: ChildProcess = spawn(spec.command, [...spec.args], { stdio, detached: true, env: spec.env });
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      resolve({ status: error.code === 'ENOENT' ? 127 : 126, code: null, signal: null, startError: error });
+    });
+    child.once('spawn', () => resolve(new ProcessGroup(child)));
+  });
+
+class ProcessGroup implements LaunchedCommand {
   readonly exited: Promise<ChildExit>;
   private leaderAlive = true;
   private groupGone = false;
@@ -48,7 +42,7 @@ export class SupervisedChild {
     if (!this.groupGone) this.signalGroup('SIGKILL');
   };
 
-  private constructor(private readonly child: ChildProcess) {
+  constructor(private readonly child: ChildProcess) {
     process.on('exit', this.guard);
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
@@ -62,22 +56,7 @@ export class SupervisedChild {
     return this.child.pid as number;
   }
 
-  /**
-   * Starts the command with inherited stdio in a new process group (detached: a new session on
-   * POSIX). Resolves once it runs, or with its ChildExit (126/127) when it cannot be started.
-   */
-  static start(spec: ChildSpec): Promise<SupervisedChild | ChildExit> {
-    return new Promise((resolve) => {
-      const stdio: StdioOptions = spec.stdoutToStderr ? ['inherit', 2, 'inherit'] : 'inherit';
-      const child: ChildProcess = spawn(spec.command, [...spec.args], { stdio, detached: true, env: spec.env });
-      child.once('error', (error: NodeJS.ErrnoException) => {
-        resolve({ status: error.code === 'ENOENT' ? 127 : 126, code: null, signal: null, startError: error });
-      });
-      child.once('spawn', () => resolve(new SupervisedChild(child)));
-    });
-  }
-
-  /** Sends a signal to every process of the command's group (0: only asks whether one exists). */
+  /** Sends a signal to every process of the group (0: only asks whether one exists). */
   signalGroup(signal: NodeJS.Signals | 0): void {
     if (this.groupGone) return;
     try {
@@ -102,36 +81,7 @@ export class SupervisedChild {
     return living !== 0;
   }
 
-  /**
-   * Stops the whole group: SIGTERM, then SIGKILL to whatever is left after `killAfterMs`.
-   * Resolves with how the command's own process ended, once the group is gone.
-   * `onKill` is told when SIGKILL had to be sent.
-   */
-  async stopGroup(killAfterMs: number, clock: Clock, onKill?: () => void): Promise<ChildExit> {
-    this.signalGroup('SIGTERM');
-    const killAt = clock.now() + killAfterMs;
-    while (this.groupAlive()) {
-      const now = clock.now();
-      if (now >= killAt) {
-        onKill?.();
-        this.signalGroup('SIGKILL');
-        break;
-      }
-      await clock.sleep(Math.min(GROUP_POLL_MS, killAt - now));
-    }
-    const exit = await this.exited;
-    this.release();
-    return exit;
-  }
-
-  /** After the command ended by itself: true when it left processes running in its group. */
-  leftProcesses(): boolean {
-    const left = this.groupAlive();
-    if (!left) this.release();
-    return left;
-  }
-
-  private release(): void {
+  release(): void {
     this.groupGone = true;
     process.off('exit', this.guard);
   }
