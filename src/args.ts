@@ -8,7 +8,7 @@ export const MAX_SECONDS = 2_147_483_647;
 /** Longer ids cannot be real (the broker mints 36-character UUIDs) and would not fit a URL. */
 export const MAX_LEASE_ID_LENGTH = 2048;
 
-/** `--seconds`: whole seconds, 1 to 2147483647 (contract). */
+/** `--seconds`: whole seconds, 1 to 2147483647 (docs/cli-contract.md). */
 export function parseSeconds(text: string, flag = '--seconds'): number {
   const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < 1 || value > MAX_SECONDS) {
@@ -30,7 +30,7 @@ const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
 /** setTimeout's ceiling: a longer timer would fire at once. */
 const MAX_DURATION_MS = 2_147_483_647;
 
-/** Durations: `250ms`, `30s`, `2m`, `1h`, or a bare number of seconds (contract), nothing else. */
+/** Durations: `250ms`, `30s`, `2m`, `1h`, or a bare number of seconds (docs/cli-contract.md), nothing else. */
 export function parseDuration(text: string, flag: string): number {
   const match = DURATION.exec(text);
   const unit = (match?.[2] ?? 's') as keyof typeof UNIT_MS;

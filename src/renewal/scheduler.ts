@@ -85,7 +85,7 @@ export function safetyMarginMs(seconds: number): number {
   return Math.min(10_000, seconds * 250);
 }
 
-/** The default --every: a third of the lease (contract). */
+/** The default --every: a third of the lease (docs/cli-contract.md). */
 export function defaultEveryMs(seconds: number): number {
   return Math.max(1, Math.floor((seconds * 1000) / 3));
 }

@@ -55,7 +55,7 @@ Examples:
     });
 }
 
-/** The contract's inspect record, plus the older broker's reason or a request's error. */
+/** The inspect record of docs/cli-contract.md, plus the older broker's reason or a request's error. */
 export interface InspectRecord {
   leaseId: string;
   live: boolean | null;
@@ -83,7 +83,7 @@ export function inspectRecord(outcome: LeaseOutcome, nowMs: number): InspectReco
   const record: InspectRecord = {
     leaseId: outcome.leaseId,
     live,
-    // The older array shape says whether, not how many (contract: null there).
+    // The older array shape says whether, not how many (docs/cli-contract.md: null there).
     held: !live ? 0 : shape === 'array' ? null : result.renewed,
     expiresAt: live ? result.expiresAt : null,
     remainingMs: live && expiresAtMs !== null ? remainingMs(expiresAtMs, nowMs, outcome.brokerClock) : null,
