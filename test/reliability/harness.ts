@@ -42,10 +42,14 @@ export function startQueenctl(
   return spawn(process.execPath, [ENTRY, ...args], { env: cleanEnv(env), stdio: 'pipe' });
 }
 
-/** Collects a started queenctl's output until it ends (or the kill timer ends it). */
+/**
+ * Collects a started queenctl's output until it ends (or the kill timer ends it). The timer only
+ * turns a hang into a failure: a run needs about 0.2 s of CPU, but on two cores shared with
+ * other suites and builds it took over 15 s of wall time, so the limit is far above that.
+ */
 export function finished(
   child: ChildProcessWithoutNullStreams,
-  timeoutMs = 15_000,
+  timeoutMs = 60_000,
 ): Promise<RunResult> & { stdoutSoFar(): string } {
   let stdout = '';
   let stderr = '';

@@ -36,7 +36,8 @@ beforeEach(() => {
   sim.resetLog();
 });
 
-async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+/** Waits for `condition`; the limit only turns a hang into a failure, so it has room for a busy machine. */
+async function until(condition: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -45,7 +46,7 @@ async function until(condition: () => boolean, what: string, timeoutMs = 10_000)
 }
 
 /** Runs a shell pipeline; returns its stdout, stderr and exit status. */
-function shell(script: string, timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function shell(script: string, timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', ['-c', script], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
