@@ -8,7 +8,7 @@ export const MAX_SECONDS = 2_147_483_647;
 /** Longer ids cannot be real (the broker mints 36-character UUIDs) and would not fit a URL. */
 export const MAX_LEASE_ID_LENGTH = 2048;
 
-/** `--seconds`: whole seconds, 1 to 2147483647 (contract). */
+/** `--seconds`: whole seconds, 1 to 2147483647 (docs/cli-contract.md). */
 export function parseSeconds(text: string, flag = '--seconds'): number {
   const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < 1 || value > MAX_SECONDS) {
@@ -30,7 +30,7 @@ const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
 /** setTimeout's ceiling: a longer timer would fire at once. */
 const MAX_DURATION_MS = 2_147_483_647;
 
-/** Durations: `250ms`, `30s`, `2m`, `1h`, or a bare number of seconds (contract), nothing else. */
+/** Durations: `250ms`, `30s`, `2m`, `1h`, or a bare number of seconds (docs/cli-contract.md), nothing else. */
 export function parseDuration(text: string, flag: string): number {
   const match = DURATION.exec(text);
   const unit = (match?.[2] ?? 's') as keyof typeof UNIT_MS;
@@ -41,18 +41,6 @@ export function parseDuration(text: string, flag: string): number {
     );
   }
   return ms;
-}
-
-export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
-  let seconds = Math.floor(ms / 1000);
-  const hours = Math.floor(seconds / 3600);
-  seconds -= hours * 3600;
-  const minutes = Math.floor(seconds / 60);
-  seconds -= minutes * 60;
-  if (hours > 0) return `${hours}h${String(minutes).padStart(2, '0')}m`;
-  if (minutes > 0) return `${minutes}m${String(seconds).padStart(2, '0')}s`;
-  return `${seconds}s`;
 }
 
 // Control characters (C0, DEL, C1) never occur in a minted lease id; in a terminal they can
@@ -71,8 +59,9 @@ export function checkLeaseId(leaseId: string, where = 'lease id'): string {
   // No encoding makes these one plain segment: %2E is the same unreserved "." (RFC 3986 2.3),
   // and URL parsers and proxies resolve it as a dot segment, i.e. another route.
   if (leaseId === '.' || leaseId === '..') {
+    const means = leaseId === '.' ? 'this route' : 'the route above';
     throw new UsageError(
-      `${where} ${JSON.stringify(leaseId)} cannot be sent: in a URL path it means ${leaseId === '.' ? 'this route' : 'the route above'}, even percent-encoded`,
+      `${where} ${JSON.stringify(leaseId)} cannot be sent: in a URL path it means ${means}, even percent-encoded`,
       'lease ids are the leaseId a pop returned',
     );
   }

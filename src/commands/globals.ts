@@ -7,7 +7,7 @@ import { parseCount, parseDuration } from '../args.js';
 import { BrokerClient } from '../broker/client.js';
 import { UndiciTransport } from '../broker/transport.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../broker/retry.js';
-import { systemClock } from '../clock.js';
+import { systemClock, type Clock } from '../clock.js';
 import { proxySettings } from '../config/proxy.js';
 import { resolveConnection } from '../config/resolve.js';
 import { UsageError, type ExitCode } from '../exit.js';
@@ -49,7 +49,8 @@ export function addGlobalOptions(program: Command): Command {
   return program
     .option(
       '--server <url>',
-      'broker URL, or replicas separated by commas, tried in turn (env QUEEN_SERVER; default from the context, else http://localhost:6632)',
+      'broker URL, or replicas separated by commas, tried in turn ' +
+        '(env QUEEN_SERVER; default from the context, else http://localhost:6632)',
     )
     .option('--token <jwt>', 'bearer token (env QUEEN_TOKEN); prefer --token-file, a flag shows in ps')
     .option('--token-file <path>', 'read the bearer token from a file (a trailing newline is ignored)')
@@ -84,6 +85,16 @@ export interface Settings {
   retry: RetryPolicy;
   /** --timeout: the deadline of one request. */
   timeoutMs: number;
+  /** -o was given: the format was asked for, not only inferred from where stdout goes. */
+  outputGiven: boolean;
+  /** The token came from --token, which every user sees in ps for as long as queenctl runs. */
+  tokenOnCommandLine: boolean;
+}
+
+/** What a verb may choose of its Runtime. */
+export interface RunOptions {
+  /** The system clock unless given; `watch` measures on monotonic time (clock.ts). */
+  clock?: Clock;
 }
 
 /** What a verb's action needs from the process; cli.ts provides it. */
@@ -121,6 +132,7 @@ export interface GlobalContext {
   run(
     command: Command,
     verb: (runtime: Runtime, settings: Settings, process: VerbProcess) => Promise<number>,
+    options?: RunOptions,
   ): Promise<void>;
   runLocal(command: Command, verb: (runtime: LocalRuntime) => Promise<ExitCode>): Promise<void>;
 }
@@ -163,7 +175,7 @@ export function decideColor(flag: boolean | undefined, env: NodeJS.ProcessEnv, i
 
 export function globalContext(ports: ProcessPorts, version: string): GlobalContext {
   return {
-    async run(command, verb) {
+    async run(command, verb, options = {}) {
       const flags = command.optsWithGlobals<GlobalFlags>();
       const stdoutIsTTY = Boolean(ports.stdout.isTTY);
       const resolved = resolveFormat(flags.output, stdoutIsTTY);
@@ -210,15 +222,12 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
           concurrency: flags.concurrency,
           retry: DEFAULT_RETRY,
           timeoutMs: flags.timeout,
+          outputGiven: flags.output !== undefined,
+          tokenOnCommandLine: flags.token !== undefined,
         };
         const { env, argvAfterDashDash, relaySignals } = ports;
-        ports.setExitCode(
-          await verb({ io, client, clock: systemClock, signal: ports.signal }, settings, {
-            env,
-            argvAfterDashDash,
-            relaySignals,
-          }),
-        );
+        const runtime: Runtime = { io, client, clock: options.clock ?? systemClock, signal: ports.signal };
+        ports.setExitCode(await verb(runtime, settings, { env, argvAfterDashDash, relaySignals }));
       } catch (error) {
         // cli.ts prints what escapes a verb on the raw stderr: scrub it here.
         if (secret && error instanceof Error) scrubError(error, secret);

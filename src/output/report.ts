@@ -3,7 +3,7 @@
  * not held and what that means, broker errors, and why it stopped early. Keeps only a few
  * examples of each, so a run over thousands of ids stays small in memory.
  */
-import type { LeaseOutcome, RenewAllSummary } from '../commands/lease/renew-all.js';
+import type { LeaseOutcome, RenewAllSummary } from '../renewal/renew-all.js';
 import { errorMessage, listSome, LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
 
 const EXAMPLES = 5;

@@ -13,12 +13,12 @@
  * Lines are written without waiting for a slow reader: renewals must never wait on stdout.
  * The words printed to people live here; the scheduler and the command decide what happened.
  */
-import { formatDuration } from '../args.js';
 import type { Clock } from '../clock.js';
 import type { OutputStream } from '../io.js';
-import type { ChildExit } from '../watch/child.js';
-import type { LostEvent, RetryEvent, StoppedEvent, WatchEvent } from '../watch/events.js';
-import type { WatchFailure, WatchStatus } from '../watch/scheduler.js';
+import type { ChildExit } from '../watch/supervisor.js';
+import type { LostEvent, RetryEvent, StoppedEvent, WatchEvent } from '../renewal/events.js';
+import type { WatchFailure, WatchStatus } from '../renewal/scheduler.js';
+import { formatDuration } from './duration.js';
 import { LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
 
 export type WatchOutputMode = 'events' | 'spinner' | 'log' | 'quiet';

@@ -1,12 +1,17 @@
 /**
  * `queenctl lease watch` end to end: the built binary against the simulator over loopback,
  * with faults injected while it runs, signals sent to it, and the processes it supervises
- * looked for afterwards. Each scenario has its own simulator, so they run side by side; short
- * leases (--seconds 3, --every 1s) keep each to a few seconds.
+ * looked for afterwards. Each scenario has its own simulator, so they run side by side.
+ *
+ * Every rule of the schedule and of the supervision is tested on fake time
+ * (test/unit/watch-*.test.ts); here the real thing is run a few times, and it must pass on a
+ * busy machine: leases have room (60 s, renewed every second), so a process that starts
+ * slowly or is descheduled for seconds loses nothing; waits are for what a test looks for,
+ * with limits that only turn a hang into a failure; timing is checked only from below.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -58,7 +63,7 @@ function watch(sim: Simulator, args: string[], env: Record<string, string | unde
     poke();
   });
   // A watch that never ends fails its test, not the suite.
-  const guard = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
   // 'exit', not 'close': a process left behind would hold the pipes open and delay 'close'
   // until it ends by itself, hiding exactly what the tests look for. The output still in the
   // pipes is collected for a moment after.
@@ -102,8 +107,8 @@ function watch(sim: Simulator, args: string[], env: Record<string, string | unde
     stdout: () => stdout,
     stderr: () => stderr,
     events,
-    waitFor: (match, timeoutMs = 8_000) => until(() => events().find(match), 'an event', timeoutMs),
-    waitForStderr: async (pattern, timeoutMs = 8_000) => {
+    waitFor: (match, timeoutMs = 30_000) => until(() => events().find(match), 'an event', timeoutMs),
+    waitForStderr: async (pattern, timeoutMs = 30_000) => {
       await until(() => (pattern.test(stderr) ? true : undefined), String(pattern), timeoutMs);
     },
     exited,
@@ -138,63 +143,69 @@ function isRunning(pid: number): boolean {
 const scratch = (): string => mkdtempSync(join(tmpdir(), 'queenctl-watch-'));
 const readPid = (file: string): number => Number(readFileSync(file, 'utf8').trim());
 const isRenewed = (event: WatchEventLine): boolean => event.event === 'renewed';
-const FAST = ['--seconds', '3', '--every', '1s'];
+/** Leases with room: minted for a minute, renewed for a minute, every second. */
+const LEASE = { seconds: 60 };
+const ROOM = ['--seconds', '60', '--every', '1s'];
 
 describe('lease watch: keeping a lease through faults', { concurrency: true }, () => {
-  it('an outage of dropped connections shorter than the lease: retry events, no loss, exit 0 at --for', () =>
+  // An outage ends when the test says so, not at a time: then the watch is stopped by hand.
+  const afterOutage = (events: WatchEventLine[]): boolean => {
+    const lastRetry = events.findLastIndex((event) => event.event === 'retry');
+    return lastRetry >= 0 && events.slice(lastRetry).some(isRenewed);
+  };
+
+  it('an outage of dropped connections shorter than the lease: retry events, then renewed, no loss', () =>
     withSimulator(async (sim) => {
-      const leaseId = sim.mint({ seconds: 3 });
-      const run = watch(sim, [leaseId, ...FAST, '--for', '5s', '-o', 'ndjson']);
+      const leaseId = sim.mint(LEASE);
+      const run = watch(sim, [leaseId, ...ROOM, '-o', 'ndjson']);
       await run.waitFor(isRenewed);
       sim.inject({ kind: 'drop', leaseId });
-      await run.waitFor((event) => event.event === 'retry');
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await run.waitFor((event) => event.event === 'retry' && Number(event.attempt) >= 2);
       sim.clearFaults();
+      await run.waitFor(() => afterOutage(run.events()));
+      run.process.kill('SIGINT');
       const result = await run.exited;
-      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.code, 130, result.stderr);
       const events = run.events();
       assert.equal(events.filter((event) => event.event === 'lost').length, 0);
       const retries = events.filter((event) => event.event === 'retry');
       assert.ok(retries.length >= 2, JSON.stringify(retries));
       assert.deepEqual(Object.keys(retries[0] ?? {}).slice(0, 5), ['event', 'leaseId', 'at', 'error', 'attempt']);
       assert.equal(retries[0]?.attempt, 1);
-      const lastRetry = events.lastIndexOf(retries.at(-1) as WatchEventLine);
-      assert.ok(events.slice(lastRetry).some(isRenewed), 'renewed after the outage');
-      assert.deepEqual(events.at(-1), { event: 'stopped', leaseId, at: events.at(-1)?.at, reason: 'for' });
+      assert.deepEqual(events.at(-1), { event: 'stopped', leaseId, at: events.at(-1)?.at, reason: 'signal' });
       assert.equal(sim.stats().lapses, 0);
     }));
 
-  it('a broker that hangs (database down) shorter than the lease: each request times out within the lease, no loss', () =>
+  it('a broker that hangs (database down) shorter than the lease: each request times out, then renewed, no loss', () =>
     withSimulator(async (sim) => {
-      const leaseId = sim.mint({ seconds: 3 });
-      const run = watch(sim, [leaseId, ...FAST, '--timeout', '400ms', '--for', '5s', '-o', 'ndjson']);
+      const leaseId = sim.mint(LEASE);
+      const run = watch(sim, [leaseId, ...ROOM, '--timeout', '400ms', '-o', 'ndjson']);
       await run.waitFor(isRenewed);
       sim.inject({ kind: 'hang', leaseId });
       const retry = await run.waitFor((event) => event.event === 'retry');
       assert.match(String(retry.error), /no answer .* within 400ms/);
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await run.waitFor((event) => event.event === 'retry' && Number(event.attempt) >= 2);
       sim.clearFaults();
+      await run.waitFor(() => afterOutage(run.events()));
+      run.process.kill('SIGINT');
       const result = await run.exited;
-      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.code, 130, result.stderr);
       assert.equal(run.events().filter((event) => event.event === 'lost').length, 0);
       assert.equal(sim.stats().lapses, 0);
     }));
 
-  it('a lease released mid-watch is reported lost within one interval; with none left the watch exits 4', () =>
+  it('a lease released mid-watch is reported lost by its next renewal, not at its expiry; none left: exit 4', () =>
     withSimulator(async (sim) => {
-      const leaseId = sim.mint({ seconds: 3 });
-      const run = watch(sim, [leaseId, ...FAST, '-o', 'ndjson']);
+      const leaseId = sim.mint(LEASE);
+      const run = watch(sim, [leaseId, ...ROOM, '-o', 'ndjson']);
       await run.waitFor(isRenewed);
       sim.release(leaseId);
       const releasedAt = Date.now();
       const lost = await run.waitFor((event) => event.event === 'lost');
-      // --every 1s: the next renewal finds it gone (event times are this machine's clock too).
-      // Found by expiry instead, it would be 2 s or more; a loaded machine gets some slack.
-      assert.ok(
-        Date.parse(lost.at) - releasedAt <= 1_800,
-        `reported ${Date.parse(lost.at) - releasedAt} ms after the release`,
-      );
+      // Found by a renewal (every second), not by the expiry a minute away.
       assert.equal(lost.reason, 'not-renewed');
+      const after = Date.parse(lost.at) - releasedAt;
+      assert.ok(after < 30_000, `reported ${after} ms after the release`);
       const result = await run.exited;
       assert.equal(result.code, 4);
       assert.match(result.stderr, /is LOST: the broker renewed nothing/);
@@ -205,26 +216,27 @@ describe('lease watch: keeping a lease through faults', { concurrency: true }, (
     it(`a broker clock an hour ${offsetMs > 0 ? 'ahead' : 'behind'}: renewed on schedule, no loss, no flood`, () =>
       withSimulator(async (sim) => {
         sim.setClockOffset(offsetMs);
-        const leaseId = sim.mint({ seconds: 3 });
-        const run = watch(sim, [leaseId, ...FAST, '--for', '3500ms', '-o', 'json']);
+        const leaseId = sim.mint(LEASE);
+        const run = watch(sim, [leaseId, ...ROOM, '--for', '4s', '-o', 'json']);
         const result = await run.exited;
         assert.equal(result.code, 0, result.stderr);
         const renewed = run.events().filter(isRenewed);
-        assert.ok(renewed.length >= 3 && renewed.length <= 5, `${renewed.length} renewals in 3.5 s at --every 1s`);
+        // At once and then every second: 5 in 4 s, fewer on a busy machine, never a flood.
+        assert.ok(renewed.length >= 2 && renewed.length <= 6, `${renewed.length} renewals in 4 s at --every 1s`);
         assert.equal(sim.stats().extendRequests, renewed.length);
         for (const event of renewed)
-          assert.ok(Number(event.remainingMs) > 2_000 && Number(event.remainingMs) <= 3_000, JSON.stringify(event));
+          assert.ok(Number(event.remainingMs) > 45_000 && Number(event.remainingMs) <= 60_000, JSON.stringify(event));
         assert.equal(sim.stats().lapses, 0);
       }));
   }
 
-  it('--for with a lease lost on the way exits 4, after the other lease was kept to the end', () =>
+  it('--for with one of two leases lost exits 4, after the other lease was kept to the end', () =>
     withSimulator(async (sim) => {
-      const kept = sim.mint({ seconds: 3 });
-      const released = sim.mint({ seconds: 3 });
-      const run = watch(sim, ['-', ...FAST, '--for', '3s', '-o', 'ndjson'], {}, `${kept}\n${released}\n`);
-      await run.waitFor((event) => isRenewed(event) && event.leaseId === released);
+      const kept = sim.mint(LEASE);
+      // Released (acked elsewhere) before the watch starts, so its loss does not race --for.
+      const released = sim.mint(LEASE);
       sim.release(released);
+      const run = watch(sim, ['-', ...ROOM, '--for', '3s', '-o', 'ndjson'], {}, `${kept}\n${released}\n`);
       const result = await run.exited;
       assert.equal(result.code, 4, result.stderr);
       const events = run.events();
@@ -241,7 +253,7 @@ describe('lease watch: keeping a lease through faults', { concurrency: true }, (
   it('a refused token ends the watch at once with 3', () =>
     withSimulator(async (sim) => {
       sim.setTokens({ 'read-only': { role: 'read-only' } });
-      const run = watch(sim, [sim.mint(), ...FAST, '-o', 'ndjson'], { QUEEN_TOKEN: 'read-only' });
+      const run = watch(sim, [sim.mint(LEASE), ...ROOM, '-o', 'ndjson'], { QUEEN_TOKEN: 'read-only' });
       const result = await run.exited;
       assert.equal(result.code, 3);
       assert.match(result.stderr, /read-write role/);
@@ -256,8 +268,8 @@ describe('lease watch: signals without a command', { concurrency: true }, () => 
   ] as const) {
     it(`${signal} stops the watch with ${code} and a stopped event`, () =>
       withSimulator(async (sim) => {
-        const leaseId = sim.mint({ seconds: 3 });
-        const run = watch(sim, [leaseId, ...FAST, '-o', 'ndjson']);
+        const leaseId = sim.mint(LEASE);
+        const run = watch(sim, [leaseId, ...ROOM, '-o', 'ndjson']);
         await run.waitFor(isRenewed);
         run.process.kill(signal);
         const result = await run.exited;
@@ -267,145 +279,48 @@ describe('lease watch: signals without a command', { concurrency: true }, () => 
   }
 });
 
-describe('lease watch -- command', { concurrency: true }, () => {
-  it('starts the command only after the first renewal, with QUEEN_LEASE_ID(S) and the expiry, never QUEEN_TOKEN', () =>
+// The rules of supervision are in test/unit/watch-supervisor.test.ts; these run real process
+// groups through the real binary: the environment, grandchildren, leftovers and signals.
+describe('lease watch -- command: real process groups', { concurrency: true }, () => {
+  it('runs the command with QUEEN_LEASE_ID(S) and the expiry, not QUEEN_TOKEN; -o ndjson: its stdout is stderr', () =>
     withSimulator(async (sim) => {
       sim.setTokens({ secret: { role: 'read-write' } });
-      const first = sim.mint({ seconds: 3 });
-      const second = sim.mint({ seconds: 3 });
-      const script =
+      const first = sim.mint(LEASE);
+      const second = sim.mint(LEASE);
+      const script = [
+        'echo "id=$QUEEN_LEASE_ID"',
+        'echo "ids=$QUEEN_LEASE_IDS"',
+        'echo "expires=$QUEEN_LEASE_EXPIRES_AT"',
         // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell expansion, for sh to read
-        'echo "id=$QUEEN_LEASE_ID"; echo "ids=$QUEEN_LEASE_IDS"; echo "expires=$QUEEN_LEASE_EXPIRES_AT"; echo "token=${QUEEN_TOKEN-none}"';
-      const run = watch(sim, [first, second, ...FAST, '--', 'sh', '-c', script], { QUEEN_TOKEN: 'secret' });
+        'echo "token=${QUEEN_TOKEN-none}"',
+      ].join('; ');
+      const run = watch(sim, [first, second, ...ROOM, '-o', 'ndjson', '--', 'sh', '-c', script], {
+        QUEEN_TOKEN: 'secret',
+      });
       const result = await run.exited;
       assert.equal(result.code, 0, result.stderr);
-      const lines = result.stdout.trim().split('\n');
-      assert.deepEqual(lines.slice(0, 2), [`id=${first}`, `ids=${first} ${second}`]);
-      assert.match(lines[2] ?? '', /^expires=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z$/);
-      assert.equal(lines[3], 'token=none');
-      assert.equal(
-        sim.log.filter((entry) => entry.status === 200).length >= 2,
-        true,
-        'both leases renewed before it ran',
-      );
+      assert.match(result.stderr, new RegExp(`^id=${first}$`, 'm'));
+      assert.match(result.stderr, new RegExp(`^ids=${first} ${second}$`, 'm'));
+      assert.match(result.stderr, /^expires=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z$/m);
+      assert.match(result.stderr, /^token=none$/m);
+      for (const line of result.stdout.trim().split('\n')) assert.doesNotThrow(() => JSON.parse(line), line);
+      assert.ok(run.events().filter(isRenewed).length >= 2, 'both leases renewed before it ran');
       assert.ok(sim.log.every((entry) => entry.authorization === 'Bearer secret'));
     }));
 
-  it('does not start the command when a lease is not held, and exits 4', () =>
+  it('a lost lease: SIGTERM to the group, SIGKILL after --kill-after to what ignores it, grandchildren included', () =>
     withSimulator(async (sim) => {
       const dir = scratch();
-      const run = watch(sim, [
-        sim.mint({ seconds: 3 }),
-        'no-such-lease',
-        ...FAST,
-        '--',
-        'sh',
-        '-c',
-        `touch ${dir}/started`,
-      ]);
-      const result = await run.exited;
-      assert.equal(result.code, 4, result.stderr);
-      assert.equal(existsSync(join(dir, 'started')), false);
-      assert.match(result.stderr, /was not started/);
-    }));
-
-  it("passes the command's exit status through, and 128 + the signal that ended it", () =>
-    withSimulator(async (sim) => {
-      const exits = await Promise.all([
-        watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '--', 'sh', '-c', 'exit 7']).exited,
-        watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '--', 'sh', '-c', 'kill -TERM $$']).exited,
-        watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '--', 'sh', '-c', 'kill -KILL $$']).exited,
-        watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '--', 'queenctl-test-no-such-command']).exited,
-      ]);
-      assert.deepEqual(
-        exits.map((exit) => exit.code),
-        [7, 143, 137, 127],
-      );
-      assert.match(exits[3]?.stderr ?? '', /cannot run queenctl-test-no-such-command: not found/);
-    }));
-
-  it('a command that exits leaving processes in its group: they are stopped, its status passes through', () =>
-    withSimulator(async (sim) => {
-      const dir = scratch();
-      const run = watch(sim, [
-        sim.mint({ seconds: 3 }),
-        ...FAST,
-        '--',
-        'sh',
-        '-c',
-        `sleep 120 & echo $! > ${dir}/grandchild; exit 3`,
-      ]);
-      const result = await run.exited;
-      assert.equal(result.code, 3, result.stderr);
-      assert.match(result.stderr, /left processes running in its process group/);
-      assert.equal(isRunning(readPid(join(dir, 'grandchild'))), false);
-    }));
-
-  it("a reader of the event stream that goes away does not end the watch: the command's status still passes", () =>
-    withSimulator(async (sim) => {
-      const run = watch(sim, [
-        sim.mint({ seconds: 3 }),
-        '--seconds',
-        '3',
-        '--every',
-        '300ms',
-        '-o',
-        'ndjson',
-        '--',
-        'sh',
-        '-c',
-        'sleep 1.5; exit 5',
-      ]);
-      await run.waitFor(isRenewed);
-      run.process.stdout?.destroy(); // as `| head -1` does
-      const result = await run.exited;
-      assert.equal(result.code, 5, result.stderr);
-    }));
-
-  it('keeps renewing while the command runs, and stops when it exits', () =>
-    withSimulator(async (sim) => {
-      const leaseId = sim.mint({ seconds: 3 });
-      const run = watch(sim, [leaseId, ...FAST, '-o', 'ndjson', '--', 'sleep', '2.5']);
-      const result = await run.exited;
-      assert.equal(result.code, 0, result.stderr);
-      const events = run.events();
-      assert.ok(events.filter(isRenewed).length >= 3, JSON.stringify(events));
-      assert.deepEqual(events.at(-1)?.reason, 'child-exit');
-      const requests = sim.stats().extendRequests;
-      await new Promise((resolve) => setTimeout(resolve, 1_200));
-      assert.equal(sim.stats().extendRequests, requests, 'no renewal after the command exited');
-    }));
-
-  it("stops the command's whole group with SIGTERM when the lease is lost, and exits 4", () =>
-    withSimulator(async (sim) => {
-      const dir = scratch();
-      const leaseId = sim.mint({ seconds: 3 });
-      const script = `sleep 120 & echo $! > ${dir}/grandchild; wait`;
-      const run = watch(sim, [leaseId, ...FAST, '--', 'sh', '-c', script]);
+      const leaseId = sim.mint(LEASE);
+      // An ignored signal stays ignored in what the shell starts: the grandchild ignores it too.
+      const script = `trap "" TERM; sleep 120 & echo $! > ${dir}/grandchild; wait; wait`;
+      const run = watch(sim, [leaseId, ...ROOM, '--kill-after', '700ms', '--', 'sh', '-c', script]);
       await run.waitForStderr(/started sh/);
       await waitForFile(join(dir, 'grandchild'));
       const grandchild = readPid(join(dir, 'grandchild'));
       assert.ok(isRunning(grandchild));
       sim.release(leaseId);
-      const result = await run.exited;
-      assert.equal(result.code, 4, result.stderr);
-      assert.match(result.stderr, /stopping sh: SIGTERM to its process group/);
-      assert.doesNotMatch(result.stderr, /sent SIGKILL/);
-      assert.equal(isRunning(grandchild), false, 'the grandchild got SIGTERM too');
-    }));
-
-  it('sends SIGKILL after --kill-after to a group that ignores SIGTERM, grandchildren included', () =>
-    withSimulator(async (sim) => {
-      const dir = scratch();
-      const leaseId = sim.mint({ seconds: 3 });
-      // An ignored signal stays ignored in what the shell starts: the grandchild ignores it too.
-      const script = `trap "" TERM; sleep 120 & echo $! > ${dir}/grandchild; wait; wait`;
-      const run = watch(sim, [leaseId, ...FAST, '--kill-after', '700ms', '--', 'sh', '-c', script]);
-      await run.waitForStderr(/started sh/);
-      await waitForFile(join(dir, 'grandchild'));
-      const grandchild = readPid(join(dir, 'grandchild'));
-      sim.release(leaseId);
-      await run.waitForStderr(/stopping sh/);
+      await run.waitForStderr(/stopping sh: SIGTERM to its process group/);
       const stoppingAt = Date.now();
       const result = await run.exited;
       assert.equal(result.code, 4, result.stderr);
@@ -414,16 +329,27 @@ describe('lease watch -- command', { concurrency: true }, () => {
       assert.equal(isRunning(grandchild), false);
     }));
 
+  it('a command that exits leaving processes in its group: they are stopped, its status passes through', () =>
+    withSimulator(async (sim) => {
+      const dir = scratch();
+      const script = `sleep 120 & echo $! > ${dir}/grandchild; exit 3`;
+      const run = watch(sim, [sim.mint(LEASE), ...ROOM, '--', 'sh', '-c', script]);
+      const result = await run.exited;
+      assert.equal(result.code, 3, result.stderr);
+      assert.match(result.stderr, /left processes running in its process group/);
+      assert.equal(isRunning(readPid(join(dir, 'grandchild'))), false);
+    }));
+
   for (const [signal, code] of [
     ['SIGTERM', 143],
     ['SIGINT', 130],
     ['SIGHUP', 129],
   ] as const) {
-    it(`${signal} to queenctl goes to the command's group; queenctl waits, exits ${code}, and leaves nothing running`, () =>
+    it(`${signal} to queenctl goes to the command's group; queenctl waits, exits ${code}, leaves nothing running`, () =>
       withSimulator(async (sim) => {
         const dir = scratch();
         const script = `echo $$ > ${dir}/child; sleep 120 & echo $! > ${dir}/grandchild; wait`;
-        const run = watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '--', 'sh', '-c', script]);
+        const run = watch(sim, [sim.mint(LEASE), ...ROOM, '--', 'sh', '-c', script]);
         await run.waitForStderr(/started sh/);
         await waitForFile(join(dir, 'grandchild'));
         const [child, grandchild] = [readPid(join(dir, 'child')), readPid(join(dir, 'grandchild'))];
@@ -437,63 +363,38 @@ describe('lease watch -- command', { concurrency: true }, () => {
       }));
   }
 
-  it('a second signal is passed on too, and never makes queenctl leave the command behind', () =>
+  it("a reader of the event stream that goes away does not end the watch: the command's status still passes", () =>
     withSimulator(async (sim) => {
       const dir = scratch();
-      // Exits only at the second SIGINT.
-      const script = `echo $$ > ${dir}/child; n=0; trap 'n=$((n+1)); [ $n -ge 2 ] && exit 42' INT; while :; do sleep 0.1; done`;
-      const run = watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '--', 'sh', '-c', script]);
-      await run.waitForStderr(/started sh/);
-      await waitForFile(join(dir, 'child'));
-      run.process.kill('SIGINT');
-      await run.waitForStderr(/SIGINT: passed on/);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      assert.equal(run.process.exitCode, null, 'still waiting for the command');
-      run.process.kill('SIGINT');
-      const result = await run.exited;
-      assert.equal(result.code, 42, result.stderr);
-      assert.equal(isRunning(readPid(join(dir, 'child'))), false);
-    }));
-
-  it('a command that ignores the signal gets SIGKILL after --kill-after, so Ctrl+C always ends the watch', () =>
-    withSimulator(async (sim) => {
-      const dir = scratch();
-      const script = `echo $$ > ${dir}/child; trap "" INT TERM; while :; do sleep 0.1; done`;
-      const run = watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '--kill-after', '700ms', '--', 'sh', '-c', script]);
-      await run.waitForStderr(/started sh/);
-      await waitForFile(join(dir, 'child'));
-      run.process.kill('SIGTERM');
-      const result = await run.exited;
-      assert.equal(result.code, 128 + 9, result.stderr);
-      assert.match(result.stderr, /SIGKILL in 700ms if it ignores it/);
-      assert.equal(isRunning(readPid(join(dir, 'child'))), false);
-    }));
-
-  it("with -o ndjson the command's stdout goes to stderr, so stdout stays one event per line", () =>
-    withSimulator(async (sim) => {
+      // Runs until the reader is gone, then long enough for renewals to meet the closed pipe.
+      const script = `while [ ! -e ${dir}/go ]; do sleep 0.05; done; sleep 1; exit 5`;
       const run = watch(sim, [
-        sim.mint({ seconds: 3 }),
-        ...FAST,
+        sim.mint(LEASE),
+        '--seconds',
+        '60',
+        '--every',
+        '200ms',
         '-o',
         'ndjson',
         '--',
         'sh',
         '-c',
-        'echo child-stdout; sleep 1.2',
+        script,
       ]);
+      await run.waitFor(isRenewed);
+      run.process.stdout?.destroy(); // as `| head -1` does
+      writeFileSync(join(dir, 'go'), '');
       const result = await run.exited;
-      assert.equal(result.code, 0, result.stderr);
-      assert.match(result.stderr, /child-stdout/);
-      for (const line of result.stdout.trim().split('\n')) assert.doesNotThrow(() => JSON.parse(line), line);
+      assert.equal(result.code, 5, result.stderr);
     }));
 
   it('a --token on the command line earns a hint; -- with no command and --for with a command are usage errors', () =>
     withSimulator(async (sim) => {
       sim.setTokens({ 'cli-token': { role: 'read-write' } });
       const [withToken, empty, forWithCommand] = await Promise.all([
-        watch(sim, [sim.mint({ seconds: 3 }), ...FAST, '--token', 'cli-token', '--', 'true']).exited,
-        watch(sim, [sim.mint({ seconds: 3 }), '--']).exited,
-        watch(sim, [sim.mint({ seconds: 3 }), '--for', '1s', '--', 'true']).exited,
+        watch(sim, [sim.mint(LEASE), ...ROOM, '--token', 'cli-token', '--', 'true']).exited,
+        watch(sim, [sim.mint(LEASE), '--']).exited,
+        watch(sim, [sim.mint(LEASE), '--for', '1s', '--', 'true']).exited,
       ]);
       assert.equal(withToken.code, 0, withToken.stderr);
       assert.match(
@@ -508,7 +409,8 @@ describe('lease watch -- command', { concurrency: true }, () => {
     }));
 });
 
-async function waitForFile(file: string, timeoutMs = 5_000): Promise<void> {
+/** Waits for a pid file a script writes; the limit only turns a hang into a failure. */
+async function waitForFile(file: string, timeoutMs = 30_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!existsSync(file) || readFileSync(file, 'utf8').trim() === '') {
     if (Date.now() > until) throw new Error(`${file} never appeared`);

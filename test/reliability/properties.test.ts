@@ -22,7 +22,7 @@ import { isHeld, parseRenewal, type RawAnswer, type Renewal } from '../../src/br
 import { DEFAULT_RETRY } from '../../src/broker/retry.js';
 import { extendRecord, runExtend } from '../../src/commands/lease/extend.js';
 import { inspectRecord, runInspect } from '../../src/commands/lease/inspect.js';
-import type { LeaseOutcome } from '../../src/commands/lease/renew-all.js';
+import type { LeaseOutcome } from '../../src/renewal/renew-all.js';
 import { AuthError, BrokerError, ExitCode, UsageError } from '../../src/exit.js';
 import { recordSink } from '../../src/output/records.js';
 import { bufferIO, Collector, instantClock } from '../support/fakes.js';

@@ -1,14 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  checkLeaseId,
-  formatDuration,
-  leaseIdSource,
-  parseDuration,
-  parseSeconds,
-  splitWhitespace,
-} from '../../src/args.js';
+import { checkLeaseId, leaseIdSource, parseDuration, parseSeconds, splitWhitespace } from '../../src/args.js';
 import { UsageError } from '../../src/exit.js';
+import { formatDuration } from '../../src/output/duration.js';
 import { stdinOf } from '../support/fakes.js';
 
 async function collect(source: AsyncIterable<string>): Promise<string[]> {

@@ -1,111 +1,18 @@
 /**
- * How a watch without a command ends and with which status (contract, "watch" and "Exit
- * codes"), called as a function: buffer IO, a fake clock and a fake broker.
+ * How a watch without a command ends and with which status (docs/cli-contract.md, "watch" and
+ * "Exit codes"), called as a function: buffer IO, a fake clock and a fake broker.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { RequestOptions } from '../../src/broker/client.js';
-import type { Renewal } from '../../src/broker/contract.js';
-import { checkCommand, runWatch, type WatchOptions } from '../../src/commands/lease/watch.js';
+import { checkCommand } from '../../src/commands/lease/watch.js';
 import { AuthError, BrokerError, UsageError } from '../../src/exit.js';
-import { FakeClock, bufferIO } from '../support/fakes.js';
+import { S, startWatch, type WatchHarnessOptions } from './watch-fakes.js';
 
-const S = 1000;
-
-function fakeBroker(clock: FakeClock) {
-  const expiries = new Map<string, number>();
-  const broker = {
-    expiries,
-    failure: null as Error | null,
-    requests: 0,
-    mint(leaseId: string, seconds = 3): string {
-      expiries.set(leaseId, clock.now() + seconds * S);
-      return leaseId;
-    },
-    client: {
-      server: 'http://broker.test',
-      extend: async (leaseId: string, seconds: number, _options?: RequestOptions): Promise<Renewal> => {
-        broker.requests++;
-        if (broker.failure) throw broker.failure;
-        const now = clock.now();
-        const current = expiries.get(leaseId);
-        const live = current !== undefined && current > now;
-        const expiresAtMs = live ? Math.max(current, now + seconds * S) : null;
-        if (live) expiries.set(leaseId, expiresAtMs as number);
-        const iso = expiresAtMs === null ? null : new Date(expiresAtMs).toISOString();
-        return {
-          result: {
-            leaseId,
-            success: live,
-            renewed: live ? 1 : 0,
-            newExpiresAt: iso,
-            expiresAt: iso,
-            lease_expires_at: iso,
-          },
-          shape: 'documented',
-          reason: null,
-          expiresAtMs,
-          brokerDateMs: Math.floor(now / 1000) * 1000,
-        };
-      },
-    },
-  };
-  return broker;
-}
-
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-function start(
+const start = (
   leaseIds: string[],
-  options: Partial<WatchOptions> = {},
-  setup: (broker: ReturnType<typeof fakeBroker>) => void = () => {},
-) {
-  const clock = new FakeClock();
-  const broker = fakeBroker(clock);
-  for (const leaseId of leaseIds) if (leaseId !== 'unknown') broker.mint(leaseId);
-  setup(broker);
-  const io = bufferIO();
-  const controller = new AbortController();
-  let code: number | null = null;
-  const done = runWatch(
-    {
-      leaseIds,
-      seconds: 3,
-      everyMs: S,
-      forMs: undefined,
-      killAfterMs: 10 * S,
-      requestTimeoutMs: 10 * S,
-      concurrency: 4,
-      command: null,
-      output: 'events',
-      tokenOnCommandLine: false,
-      ...options,
-    },
-    { io, client: broker.client, clock, signal: controller.signal },
-    { env: {}, argvAfterDashDash: null, relaySignals: () => () => {} },
-  ).then((result) => (code = result));
-  return {
-    clock,
-    broker,
-    io,
-    controller,
-    done,
-    code: () => code,
-    events: () =>
-      io.stdout.text
-        .trimEnd()
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as { event: string; leaseId: string; reason?: string }),
-    async advance(ms: number, stepMs = 10) {
-      await flush();
-      for (let moved = 0; moved < ms && code === null; moved += stepMs) {
-        clock.advance(stepMs);
-        await flush();
-      }
-    },
-  };
-}
+  options: WatchHarnessOptions['options'] = {},
+  setup: WatchHarnessOptions['setup'] = () => {},
+) => startWatch({ leaseIds, options, setup });
 
 describe('lease watch without a command: how it ends', () => {
   it('goes on with the leases still held, and exits 4 once none is left', async () => {
@@ -116,7 +23,7 @@ describe('lease watch without a command: how it ends', () => {
     assert.equal(w.code(), null, 'b is still held: the watch goes on');
     w.broker.expiries.delete('b');
     await w.advance(1_500);
-    assert.equal(await w.done, 4);
+    assert.equal(w.status(), 4);
     assert.deepEqual(
       w
         .events()
@@ -129,7 +36,7 @@ describe('lease watch without a command: how it ends', () => {
   it('--for: exits 0 when no lease was lost', async () => {
     const w = start(['a'], { forMs: 5 * S });
     await w.advance(6 * S);
-    assert.equal(await w.done, 0);
+    assert.equal(w.status(), 0);
     assert.deepEqual(w.events().at(-1), {
       event: 'stopped',
       leaseId: 'a',
@@ -143,7 +50,7 @@ describe('lease watch without a command: how it ends', () => {
     await w.advance(1_500);
     w.broker.expiries.delete('b');
     await w.advance(5 * S);
-    assert.equal(await w.done, 4);
+    assert.equal(w.status(), 4);
     assert.deepEqual(
       w
         .events()
@@ -160,9 +67,9 @@ describe('lease watch without a command: how it ends', () => {
     it(`${signal}: exits ${code} with a stopped event of reason signal`, async () => {
       const w = start(['a']);
       await w.advance(1_500);
-      w.controller.abort(signal);
+      w.signal(signal);
       await w.advance(100);
-      assert.equal(await w.done, code);
+      assert.equal(w.status(), code);
       assert.deepEqual(w.events().at(-1)?.reason, 'signal');
     });
   }
@@ -179,7 +86,7 @@ describe('lease watch without a command: how it ends', () => {
         )),
     );
     await w.advance(100);
-    assert.equal(await w.done, 3);
+    assert.equal(w.status(), 3);
     assert.equal(w.io.stderr.text.match(/HTTP 403/g)?.length, 1);
     assert.match(w.io.stderr.text, /read-write role/);
   });
@@ -196,7 +103,7 @@ describe('lease watch without a command: how it ends', () => {
         )),
     );
     await w.advance(4 * S);
-    assert.equal(await w.done, 2);
+    assert.equal(w.status(), 2);
     assert.ok(w.broker.requests > 3, 'retried');
     assert.match(
       w.io.stderr.text,
@@ -209,7 +116,7 @@ describe('lease watch without a command: how it ends', () => {
   it('a lease id twice is watched once', async () => {
     const w = start(['a', 'a'], { forMs: 1_500 });
     await w.advance(2 * S);
-    assert.equal(await w.done, 0);
+    assert.equal(w.status(), 0);
     assert.equal(w.broker.requests, 2);
   });
 });

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { spinnerText, watchOutputMode, watchRenderer, type WatchOutputMode } from '../../src/output/watch.js';
-import type { WatchEvent } from '../../src/watch/events.js';
-import type { WatchStatus } from '../../src/watch/scheduler.js';
+import type { WatchEvent } from '../../src/renewal/events.js';
+import type { WatchStatus } from '../../src/renewal/scheduler.js';
 import { Collector, FakeClock } from '../support/fakes.js';
 
 const AT = '2026-12-02T10:00:01.250Z';

@@ -7,9 +7,9 @@ import { describe, it } from 'node:test';
 import type { RequestOptions } from '../../src/broker/client.js';
 import type { Renewal } from '../../src/broker/contract.js';
 import { AuthError, BrokerError } from '../../src/exit.js';
-import type { WatchEvent } from '../../src/watch/events.js';
+import type { WatchEvent } from '../../src/renewal/events.js';
 import { localDeadline } from '../../src/broker/broker-clock.js';
-import { MinHeap, type HeapItem } from '../../src/watch/heap.js';
+import { MinHeap, type HeapItem } from '../../src/renewal/heap.js';
 import {
   RenewalScheduler,
   defaultEveryMs,
@@ -17,7 +17,7 @@ import {
   safetyMarginMs,
   type WatchSummary,
   type WatchTiming,
-} from '../../src/watch/scheduler.js';
+} from '../../src/renewal/scheduler.js';
 import { FakeClock } from '../support/fakes.js';
 
 const S = 1000;
@@ -249,7 +249,7 @@ describe('watch scheduler: when it renews', () => {
     await h.done;
   });
 
-  it('takes the earliest reported expiry when it is later than now + seconds, measured through the Date header', async () => {
+  it('takes the reported expiry when later than now + seconds, measured through the Date header', async () => {
     // The lease had 100 s left; renewing for 30 s leaves it there (the later-of rule), so the
     // next renewal may wait the whole --every of 60 s.
     const h = harness([{ id: 'a', seconds: 100 }], { seconds: 30, everyMs: 60 * S });
@@ -296,7 +296,8 @@ describe('watch scheduler: when it renews', () => {
 
 describe('watch scheduler: a broker clock far from the local one', () => {
   for (const offsetMs of [3_600_000, -3_600_000]) {
-    it(`broker clock ${offsetMs > 0 ? 'an hour ahead' : 'an hour behind'}: renews on schedule, no flood, no false loss`, async () => {
+    const which = offsetMs > 0 ? 'an hour ahead' : 'an hour behind';
+    it(`broker clock ${which}: renews on schedule, no flood, no false loss`, async () => {
       const h = harness([{ id: 'a' }], { seconds: 30, everyMs: 10 * S }, (broker) => (broker.offsetMs = offsetMs));
       await h.advance(300 * S, 10);
       assert.equal(h.of('lost').length, 0);
@@ -330,7 +331,7 @@ describe('watch scheduler: a broker clock far from the local one', () => {
 });
 
 describe('watch scheduler: a database writing expiries hours ahead of its Date header', () => {
-  it('counts an expiry that moved on a renewal as now + seconds: an outage still ends in a loss at the real expiry', async () => {
+  it('an expiry moved by a renewal counts as now + seconds: an outage ends in a loss at the real one', async () => {
     // A database in UTC+5 writing local time with a Z: every expiry reads 5 h late. The first
     // answer cannot tell that from a lease with 5 h left; the second one moves the expiry, which
     // only a renewal to brokerNow + seconds does.
@@ -509,7 +510,8 @@ describe('watch scheduler: many leases', () => {
   it('10,000 leases for two minutes: no lapse, one renewal per lease per interval', async () => {
     const ids = Array.from({ length: 10_000 }, (_, i) => ({ id: `lease-${i}` }));
     const h = harness(ids, { seconds: 30, everyMs: 10 * S, concurrency: 16 }, (broker) => (broker.latencyMs = 5));
-    const started = performance.now();
+    // CPU time, not wall time: the point is the work done, which a busy machine does not change.
+    const cpu = process.cpuUsage();
     await h.advance(120 * S, 5);
     assert.equal(h.of('lost').length, 0);
     assert.deepEqual(h.broker.lapses, []);
@@ -519,7 +521,8 @@ describe('watch scheduler: many leases', () => {
     assert.ok(perLease >= 12 && perLease <= 13, `renewals per lease: ${perLease}`);
     h.scheduler.stop('for');
     await h.done;
-    assert.ok(performance.now() - started < 15_000, 'fake time at scale stays quick');
+    const { user, system } = process.cpuUsage(cpu);
+    assert.ok((user + system) / 1000 < 15_000, `fake time at scale stays quick: ${(user + system) / 1000} ms of CPU`);
   });
 });
 

@@ -1,17 +1,52 @@
 /**
  * `queenctl lease extend <leaseId...> [--seconds n]`: renew, print the broker's six keys, and
- * exit 4 when nothing was renewed, whatever the HTTP status said (contract, "The renewal
- * result").
+ * exit 4 when nothing was renewed, whatever the HTTP status said (docs/cli-contract.md, "The
+ * renewal result").
  */
-import { formatDuration } from '../../args.js';
+import { Command } from 'commander';
 import { remainingMs } from '../../broker/broker-clock.js';
 import type { RenewalResult } from '../../broker/contract.js';
 import type { ExitCode } from '../../exit.js';
+import { formatDuration } from '../../output/duration.js';
+import type { GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
-import { runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
-import type { LeaseOutcome } from './renew-all.js';
+import { leaseRunOptions, runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
+import { exitCodesHelp, LEASE_IDS_ARGUMENT, retriesOption, secondsOption } from './options.js';
+import type { LeaseOutcome } from '../../renewal/renew-all.js';
 
 export type ExtendOptions = LeaseRunOptions;
+
+export function extendCommand(globals: GlobalContext): Command {
+  return new Command('extend')
+    .description('renew leases; exit 4 when the broker renewed nothing, whatever its HTTP status')
+    .argument(...LEASE_IDS_ARGUMENT)
+    .addOption(secondsOption('60', 'extend to now + seconds on the broker clock (1 to 2147483647)'))
+    .addOption(retriesOption())
+    .addHelpText(
+      'after',
+      `
+Retries: connection refused or reset, timeouts, 502/503/504 and 500 {"error":"pool"} are retried
+with backoff (renewing takes the later deadline, so a repeat never shortens a lease). 401/403,
+other 4xx, other 500s ("renew failed") and answers outside the contract are not.
+
+${exitCodesHelp({
+  ok: 'every lease renewed',
+  notHeld: 'a lease was not renewed (renewed: 0), even though the broker said HTTP 200',
+})}
+With several ids the status is the first that applies of 3, 2, 4, 0.
+
+Examples:
+  queenctl lease extend 0198f2c1-9a7b-7d20-8e31-4c5d6e7f8a90 --seconds 120
+  queenctl lease extend "$LEASE" -o json | jq -r .lease_expires_at
+  cut -f1 leases.txt | queenctl lease extend - -o ndjson
+  queenctl lease extend "$LEASE" -q || echo "lease lost: stop the job"`,
+    )
+    .action(async (leaseIds: string[], options: { seconds: number; retries: number }, command: Command) => {
+      await globals.run(command, (runtime, settings) =>
+        runExtend({ ...leaseRunOptions(leaseIds, options.retries, settings), seconds: options.seconds }, runtime),
+      );
+    });
+}
 
 /** One lease's JSON record: the six keys as the broker sent them, plus what went wrong. */
 export type ExtendRecord = Omit<RenewalResult, 'renewed'> & { renewed: number | null; reason?: string; error?: string };

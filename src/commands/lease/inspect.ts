@@ -2,22 +2,60 @@
  * `queenctl lease inspect <leaseId...>`: is a lease held, by how many (partition, group)
  * leases, and for how long, without shortening it. The documented API has no read-only
  * lookup, so inspect asks the extend route for one second: the broker takes the later of the
- * current deadline and now + 1 s (lease-extend-route.md), which leaves a live lease's deadline
- * where it was and never resurrects an expired one.
+ * current deadline and now + 1 s (docs/broker.md), which leaves a live lease's deadline where
+ * it was and never resurrects an expired one.
  */
-import { formatDuration } from '../../args.js';
+import { Command } from 'commander';
 import { remainingMs } from '../../broker/broker-clock.js';
 import type { ExitCode } from '../../exit.js';
+import { formatDuration } from '../../output/duration.js';
+import type { GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
-import { runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
-import type { LeaseOutcome } from './renew-all.js';
+import { leaseRunOptions, runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
+import { exitCodesHelp, LEASE_IDS_ARGUMENT, retriesOption } from './options.js';
+import type { LeaseOutcome } from '../../renewal/renew-all.js';
 
 /** The probe: the least a renewal can ask for. */
 export const INSPECT_SECONDS = 1;
 
 export type InspectOptions = Omit<LeaseRunOptions, 'seconds'>;
 
-/** The contract's inspect record, plus the older broker's reason or a request's error. */
+export function inspectCommand(globals: GlobalContext): Command {
+  return new Command('inspect')
+    .description('say whether leases are held, by how many partitions and for how long, without shortening them')
+    .argument(...LEASE_IDS_ARGUMENT)
+    .addOption(retriesOption())
+    .addHelpText(
+      'after',
+      `
+How it works: the broker has no read-only lease lookup, so inspect asks the extend route for
+{"seconds": 1}. The broker sets the deadline to the later of the current one and now + 1 s, so a
+live lease keeps the deadline it had and an expired one is not brought back. The one edge: a
+lease in its very last second gets at most one more second.
+
+Remaining time is measured on the broker's clock, not this machine's: it is the expiry minus the
+broker's time taken from its Date header (whole seconds, so within about a second). A local
+clock that is minutes or hours off changes nothing. Older brokers do not report how many
+partitions a lease holds: HELD is then ? (null in JSON).
+
+${exitCodesHelp({
+  ok: 'every lease is live',
+  notHeld: "a lease is not held (expired, released by an ack or nack, or another tenant's)",
+})}
+
+Examples:
+  queenctl lease inspect "$LEASE"
+  queenctl lease inspect "$LEASE" -o json | jq .remainingMs
+  queenctl lease inspect - -o ndjson < leases.txt`,
+    )
+    .action(async (leaseIds: string[], options: { retries: number }, command: Command) => {
+      await globals.run(command, (runtime, settings) =>
+        runInspect(leaseRunOptions(leaseIds, options.retries, settings), runtime),
+      );
+    });
+}
+
+/** The inspect record of docs/cli-contract.md, plus the older broker's reason or a request's error. */
 export interface InspectRecord {
   leaseId: string;
   live: boolean | null;
@@ -45,7 +83,7 @@ export function inspectRecord(outcome: LeaseOutcome, nowMs: number): InspectReco
   const record: InspectRecord = {
     leaseId: outcome.leaseId,
     live,
-    // The older array shape says whether, not how many (contract: null there).
+    // The older array shape says whether, not how many (docs/cli-contract.md: null there).
     held: !live ? 0 : shape === 'array' ? null : result.renewed,
     expiresAt: live ? result.expiresAt : null,
     remainingMs: live && expiresAtMs !== null ? remainingMs(expiresAtMs, nowMs, outcome.brokerClock) : null,

@@ -3,18 +3,20 @@
  * records or collect table rows, then say on stderr what went wrong. A verb supplies only its
  * view: the record, the table and the word for success.
  */
-import { formatDuration, leaseIdSource } from '../../args.js';
+import { leaseIdSource } from '../../args.js';
 import { timeZoneSuspicion } from '../../broker/broker-clock.js';
 import type { RetryPolicy } from '../../broker/retry.js';
 import { ExitCode, runExitCode } from '../../exit.js';
 import { write } from '../../io.js';
+import { formatDuration } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
 import { recordSink } from '../../output/records.js';
 import { RunReport } from '../../output/report.js';
 import { loadStyle, type Style } from '../../output/style.js';
 import { renderTable } from '../../output/table.js';
+import type { Settings } from '../globals.js';
 import type { Runtime } from '../runtime.js';
-import { renewAll, type LeaseOutcome } from './renew-all.js';
+import { renewAll, type LeaseOutcome } from '../../renewal/renew-all.js';
 
 export interface LeaseRunOptions {
   leaseIds: string[];
@@ -24,6 +26,16 @@ export interface LeaseRunOptions {
   /** null: print no results (-q without -o). */
   format: OutputFormat | null;
   noHeaders: boolean;
+}
+
+/** What extend and inspect take from their operands, --retries and the global settings. */
+export function leaseRunOptions(
+  leaseIds: string[],
+  retries: number,
+  settings: Settings,
+): Omit<LeaseRunOptions, 'seconds'> {
+  const { retry, concurrency, format, noHeaders } = settings;
+  return { leaseIds, retry: { ...retry, retries }, concurrency, format, noHeaders };
 }
 
 export interface LeaseView<R extends object> {
@@ -58,10 +70,8 @@ export async function runLeaseRequests<R extends object>(
       concurrency: options.concurrency,
       onRetry: (leaseId, error, attempt, delayMs) => {
         if (io.quiet) return;
-        void write(
-          io.stderr,
-          `queenctl: ${leaseId}: ${error.message}; retry ${attempt} of ${options.retry.retries} in ${formatDuration(delayMs)}\n`,
-        );
+        const retry = `retry ${attempt} of ${options.retry.retries} in ${formatDuration(delayMs)}`;
+        void write(io.stderr, `queenctl: ${leaseId}: ${error.message}; ${retry}\n`);
       },
     },
     runtime,

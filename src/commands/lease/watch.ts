@@ -1,14 +1,17 @@
 /**
  * `queenctl lease watch <leaseId...> [-- command args...]`: keep leases renewed
- * (watch/scheduler.ts), and supervise the command that needs them (watch/child.ts). This module
- * decides how a watch ends and with which status (contract, "watch" and "Exit codes").
+ * (renewal/scheduler.ts), and supervise the command that needs them (watch/supervisor.ts). This
+ * module decides how a watch ends and with which status (docs/cli-contract.md, "watch" and "Exit
+ * codes").
  *
  * Without a command the watch goes on with the leases still held; it ends when none is left,
  * at --for, or on SIGINT/SIGTERM. With one, the command starts after the first renewal of
  * every lease, and the watch ends with it: its status passes through, or 4 when a lease was
  * lost and the command was stopped for that.
  */
+import { Command } from 'commander';
 import { leaseIdSource } from '../../args.js';
+import { monotonicClock } from '../../clock.js';
 import { ExitCode, UsageError, combineExitCodes } from '../../exit.js';
 import {
   childExitedNote,
@@ -23,16 +26,19 @@ import {
   stoppingChildOnRefusal,
   tokenOnCommandLineHint,
   watchFailureMessage,
+  watchOutputMode,
   watchRenderer,
   type WatchOutputMode,
   type WatchRenderer,
 } from '../../output/watch.js';
 import { errorMessage } from '../../output/words.js';
-import { SupervisedChild, type ChildExit } from '../../watch/child.js';
-import type { WatchEvent } from '../../watch/events.js';
-import { RenewalScheduler, defaultEveryMs, safetyMarginMs, type WatchSummary } from '../../watch/scheduler.js';
-import type { VerbProcess } from '../globals.js';
+import type { WatchEvent } from '../../renewal/events.js';
+import { RenewalScheduler, defaultEveryMs, safetyMarginMs, type WatchSummary } from '../../renewal/scheduler.js';
+import { launchInProcessGroup } from '../../watch/process-group.js';
+import { CommandSupervisor, type Launch, type SupervisorNotice } from '../../watch/supervisor.js';
+import type { GlobalContext, Settings, VerbProcess } from '../globals.js';
 import type { Runtime } from '../runtime.js';
+import { durationOption, exitCodesHelp, LEASE_IDS_ARGUMENT, secondsOption } from './options.js';
 
 export interface WatchOptions {
   /** As given; `-` reads ids from standard input. */
@@ -52,6 +58,99 @@ export interface WatchOptions {
 }
 
 export const DEFAULT_KILL_AFTER_MS = 10_000;
+
+/** The process bits a watch needs beside its Runtime; `launch` starts the command. */
+export type WatchPorts = VerbProcess & { launch: Launch };
+
+export function watchCommand(globals: GlobalContext): Command {
+  return new Command('watch')
+    .description('keep leases renewed through broker faults, and run a command only while they are held')
+    .argument(...LEASE_IDS_ARGUMENT)
+    .addOption(secondsOption('60', 'each renewal extends to now + seconds on the broker clock (1 to 2147483647)'))
+    .addOption(durationOption('--every <duration>', 'renew this often (default: a third of --seconds)'))
+    .addOption(durationOption('--for <duration>', 'stop watching after this long (without a command)'))
+    .addOption(
+      durationOption('--kill-after <duration>', 'SIGKILL the command this long after SIGTERM').default(
+        DEFAULT_KILL_AFTER_MS,
+        '10s',
+      ),
+    )
+    .usage('[options] <leaseId...> [-- <command> [args...]]')
+    .addHelpText(
+      'after',
+      `
+Renewals: at once, then every --every, and always before the expiry the broker reported, less a
+safety margin. Deadlines are measured without trusting this machine's clock to agree with the
+broker's. Failures that may pass (unreachable, reset, timeout, 5xx) are retried with backoff for
+as long as the lease has time left; each request's timeout is cut to that time.
+
+A lease is lost when the broker renews nothing (renewed: 0), or when its expiry passes with no
+successful renewal. Without a command the watch goes on with the leases still held.
+
+With -- <command>: it starts once every lease has been renewed, in its own process group, with
+QUEEN_LEASE_ID, QUEEN_LEASE_IDS and QUEEN_LEASE_EXPIRES_AT set and QUEEN_TOKEN removed. SIGINT,
+SIGTERM and SIGHUP go to its whole group and queenctl waits for it; when it exits, renewal stops.
+A command still running --kill-after after SIGINT or SIGTERM gets SIGKILL. When a lease is lost,
+its group gets SIGTERM, then SIGKILL after --kill-after. It runs outside the terminal's
+foreground job: Ctrl+C reaches it through queenctl. With -o json/ndjson its stdout goes to
+stderr, so stdout stays one event per line.
+
+Output: -o json or -o ndjson streams events on stdout, one per line (renewed, retry, lost,
+stopped), also the default in a pipe without a command. Otherwise: a spinner on a terminal, one
+line per event on stderr when not on one or when a command shares the terminal; -q only errors.
+
+${exitCodesHelp({
+  ok: '--for elapsed and no lease was lost',
+  broker: 'broker error: a lease could not be renewed even once',
+  notHeld: 'a lease was lost (without a command: once none is left, or at --for)',
+})}
+  130/143  stopped by SIGINT/SIGTERM (without a command)
+With a command: its own exit status (128 + signal number when a signal ended it), or 4 when a
+lease was lost and the command was stopped for that.
+
+Examples:
+  queenctl lease watch "$LEASE" -- ./reprocess.sh --batch 7
+  queenctl lease watch "$LEASE" -q & WATCH=$!       # keep it alive while working by hand;
+  ...; kill $WATCH                                   # -q: only a loss is printed
+  queenctl lease watch - --for 30m -o ndjson < leases.txt | jq -c 'select(.event == "lost")'`,
+    )
+    .action(
+      async (
+        operands: string[],
+        options: { seconds: number; every?: number; for?: number; killAfter: number },
+        command: Command,
+      ) => {
+        const run = (runtime: Runtime, settings: Settings, proc: VerbProcess): Promise<number> => {
+          // Commander puts what follows `--` among the operands: it is the command, not lease ids.
+          const after = proc.argvAfterDashDash;
+          const leaseIds = after === null ? operands : operands.slice(0, Math.max(0, operands.length - after.length));
+          const output = watchOutputMode({
+            format: settings.format,
+            outputGiven: settings.outputGiven,
+            hasCommand: after !== null,
+            quiet: runtime.io.quiet,
+            stderrIsTTY: Boolean(runtime.io.stderr.isTTY),
+            term: proc.env.TERM,
+          });
+          const watch: WatchOptions = {
+            leaseIds,
+            seconds: options.seconds,
+            everyMs: options.every,
+            forMs: options.for,
+            killAfterMs: options.killAfter,
+            requestTimeoutMs: settings.timeoutMs,
+            concurrency: settings.concurrency,
+            command: after,
+            output,
+            tokenOnCommandLine: settings.tokenOnCommandLine,
+          };
+          return runWatch(watch, runtime, { ...proc, launch: launchInProcessGroup });
+        };
+        // A long watch measures on monotonic time: an NTP step must not move every deadline.
+        await globals.run(command, run, { clock: monotonicClock });
+      },
+    );
+}
 
 /** Everything `--` must not be, checked before anything is sent. */
 export function checkCommand(options: Pick<WatchOptions, 'command' | 'forMs'>): void {
@@ -87,33 +186,29 @@ function summaryCode(summary: Pick<WatchSummary, 'lost' | 'failed' | 'refused'>)
 
 const signalCode = (reason: unknown): ExitCode => (reason === 'SIGTERM' ? ExitCode.Terminated : ExitCode.Interrupted);
 
-export async function runWatch(options: WatchOptions, runtime: Runtime, proc: VerbProcess): Promise<number> {
+export async function runWatch(options: WatchOptions, runtime: Runtime, ports: WatchPorts): Promise<number> {
   checkCommand(options);
   const leaseIds = await readLeaseIds(options.leaseIds, () => runtime.io.stdin);
-  const watch = new Watch(leaseIds, options, runtime, proc);
+  const watch = new Watch(leaseIds, options, runtime, ports);
   return watch.run();
 }
 
 class Watch {
   private readonly scheduler: RenewalScheduler;
+  private readonly supervisor: CommandSupervisor | null = null;
   private renderer!: WatchRenderer;
   private readonly everyMs: number;
   private exitCode: number | null = null;
   private settle!: (code: number) => void;
   private readonly finished = new Promise<number>((resolve) => (this.settle = resolve));
   private crashed: { error: unknown } | null = null;
-  /** The command's state; `requestStop` is how a loss or a refusal reaches its supervisor. */
-  private child: 'none' | 'starting' | 'running' | 'ended' = 'none';
-  private supervised: SupervisedChild | null = null;
-  private requestStop: ((code: ExitCode) => void) | null = null;
-  private stopRequested: ExitCode | null = null;
   private readonly forTimer = new AbortController();
 
   constructor(
     private readonly leaseIds: string[],
     private readonly options: WatchOptions,
     private readonly runtime: Runtime,
-    private readonly proc: VerbProcess,
+    ports: WatchPorts,
   ) {
     this.everyMs = options.everyMs ?? defaultEveryMs(options.seconds);
     this.scheduler = new RenewalScheduler(
@@ -127,6 +222,24 @@ class Watch {
       { client: runtime.client, clock: runtime.clock },
       { event: (event) => this.onEvent(event), warn: (text) => this.renderer.warn(text) },
     );
+    if (options.command !== null) {
+      this.supervisor = new CommandSupervisor(
+        {
+          argv: options.command as [string, ...string[]],
+          leaseIds,
+          env: ports.env,
+          killAfterMs: options.killAfterMs,
+          stdoutToStderr: options.output === 'events',
+        },
+        { launch: ports.launch, clock: runtime.clock, relaySignals: ports.relaySignals },
+        this.scheduler,
+        {
+          notice: (notice) => this.onNotice(notice),
+          ended: (status) => this.finish(status),
+          crashed: (error) => this.crash(error),
+        },
+      );
+    }
   }
 
   async run(): Promise<number> {
@@ -149,8 +262,8 @@ class Watch {
       this.renderer.warn(everyTooLongWarning(this.everyMs, options.seconds, marginMs));
 
     const onSignal = (): void => {
-      // Only reached without a running command: with one, cli.ts relays signals to it instead.
-      if (this.child !== 'none') return;
+      // Only acted on without a command started: with one, cli.ts relays signals to it instead.
+      if (this.supervisor?.started) return;
       this.scheduler.stop('signal');
       this.finish(signalCode(signal.reason));
     };
@@ -168,7 +281,7 @@ class Watch {
       (result) => {
         summary = result;
         // With a command started, its supervisor decides the end; otherwise nothing is left.
-        if (this.child === 'none') this.finish(summaryCode(result));
+        if (!this.supervisor?.started) this.finish(summaryCode(result));
       },
       (error: unknown) => this.crash(error),
     );
@@ -193,131 +306,42 @@ class Watch {
   private crash(error: unknown): void {
     this.crashed ??= { error };
     try {
-      this.supervised?.signalGroup('SIGKILL');
+      this.supervisor?.kill();
     } catch {
-      // The exit guard of SupervisedChild tries again.
+      // The exit guard of the process group tries again.
     }
     this.finish(ExitCode.Broker);
   }
 
-  /** Runs an async reaction outside the scheduler's call stack; a bug ends the watch, never silently. */
-  private react(action: () => Promise<void>): void {
-    action().catch((error: unknown) => this.crash(error));
-  }
-
   private onEvent(event: WatchEvent): void {
     this.renderer.event(event);
-    if (event.event === 'renewed') {
-      if (this.options.command && this.child === 'none' && this.scheduler.everyLeaseRenewed && this.exitCode === null) {
-        this.child = 'starting';
-        this.react(() => this.superviseChild(this.options.command as readonly string[]));
-      }
-      return;
-    }
-    const gone = event.event === 'lost' || (event.event === 'stopped' && event.reason === 'error');
-    if (!gone || !this.options.command) return;
-    // With a command, losing any one lease is losing the lease (contract).
-    const code = this.scheduler.refusal ? ExitCode.Auth : event.event === 'lost' ? ExitCode.NotHeld : ExitCode.Broker;
-    if (this.child === 'none') {
-      if (this.stopRequested !== null) return;
-      this.stopRequested = code;
-      this.renderer.note(childNotStartedNote(this.options.command[0] as string));
-      this.react(async () => {
-        this.scheduler.stop('lease-lost');
-        this.finish(code);
-      });
-    } else if (this.stopRequested === null) {
-      this.stopRequested = code;
-      this.requestStop?.(code);
-    }
+    // Once the watch has its status, nothing may start or stop the command any more.
+    if (this.exitCode === null) this.supervisor?.onEvent(event);
   }
 
-  private async superviseChild(argv: readonly string[]): Promise<void> {
-    const [command, ...args] = argv as [string, ...string[]];
-    const { clock } = this.runtime;
+  /** The supervisor's notices, in words (output/watch.ts). */
+  private onNotice(notice: SupervisorNotice): void {
+    const { renderer } = this;
+    const command = (this.options.command as readonly string[])[0] as string;
     const { killAfterMs } = this.options;
-    let child: SupervisedChild | null = null;
-    const pending: NodeJS.Signals[] = [];
-    let forwarded = false;
-    // A command that ignores SIGINT/SIGTERM must not hold queenctl (and the lease) forever:
-    // --kill-after after the first one, its group gets SIGKILL, as on a lost lease.
-    const escalation = new AbortController();
-    let escalating = false;
-    const forward = (signal: NodeJS.Signals): void => {
-      if (!child) return void pending.push(signal);
-      forwarded = true;
-      child.signalGroup(signal);
-      this.renderer.note(forwardedNote(signal, command, killAfterMs));
-      if (signal === 'SIGHUP' || escalating) return;
-      escalating = true;
-      const running = child;
-      clock.sleep(killAfterMs, escalation.signal).then(
-        () => {
-          this.renderer.error(killedAfterNote(command, killAfterMs));
-          running.signalGroup('SIGKILL');
-        },
-        () => {
-          // The command exited in time.
-        },
-      );
-    };
-    const release = this.proc.relaySignals(forward);
-    try {
-      const started = await SupervisedChild.start({
-        command,
-        args,
-        env: this.childEnv(),
-        stdoutToStderr: this.options.output === 'events',
-      });
-      if (!(started instanceof SupervisedChild)) {
-        this.child = 'ended';
-        this.renderer.error(childStartFailed(command, started));
-        this.scheduler.stop('child-exit');
-        return this.finish(started.status);
-      }
-      child = this.supervised = started;
-      this.child = 'running';
-      this.renderer.note(childStartedNote(command, child.pid, this.leaseIds.length));
-      for (const signal of pending.splice(0)) forward(signal);
-
-      const stop = new Promise<ExitCode>((resolve) => (this.requestStop = resolve));
-      if (this.stopRequested !== null) this.requestStop?.(this.stopRequested);
-      const first = await Promise.race([child.exited, stop]);
-      escalation.abort();
-      if (typeof first === 'number') {
-        // A lease is gone (or the token refused): the work must stop; renewal of the other
-        // leases goes on until it has.
-        this.renderer.error(
-          (first === ExitCode.Auth ? stoppingChildOnRefusal : stoppingChildOnLoss)(command, killAfterMs),
-        );
-        await child.stopGroup(killAfterMs, clock, () => this.renderer.error(killedAfterNote(command, killAfterMs)));
-        this.child = 'ended';
-        this.scheduler.stop('lease-lost');
-        return this.finish(first);
-      }
-      const exit: ChildExit = first;
-      this.child = 'ended';
-      this.renderer.note(childExitedNote(command, exit));
-      this.scheduler.stop(forwarded ? 'signal' : 'child-exit');
-      if (child.leftProcesses()) {
-        this.renderer.note(leftoverNote(command, killAfterMs));
-        await child.stopGroup(killAfterMs, clock, () => this.renderer.error(killedAfterNote(command, killAfterMs)));
-      }
-      this.finish(exit.status);
-    } finally {
-      release();
+    switch (notice.kind) {
+      case 'started':
+        return renderer.note(childStartedNote(command, notice.pid, this.leaseIds.length));
+      case 'not-started':
+        return renderer.note(childNotStartedNote(command));
+      case 'start-failed':
+        return renderer.error(childStartFailed(command, notice.exit));
+      case 'forwarded':
+        return renderer.note(forwardedNote(notice.signal, command, killAfterMs));
+      case 'stopping':
+        return renderer.error((notice.refused ? stoppingChildOnRefusal : stoppingChildOnLoss)(command, killAfterMs));
+      case 'killed':
+        return renderer.error(killedAfterNote(command, killAfterMs));
+      case 'exited':
+        return renderer.note(childExitedNote(command, notice.exit));
+      case 'leftover':
+        return renderer.note(leftoverNote(command, killAfterMs));
     }
-  }
-
-  /** The command's environment: the lease ids and expiry, never the token (contract). */
-  private childEnv(): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { ...this.proc.env };
-    delete env.QUEEN_TOKEN;
-    env.QUEEN_LEASE_ID = this.leaseIds[0];
-    env.QUEEN_LEASE_IDS = this.leaseIds.join(' ');
-    const expiresAt = this.scheduler.earliestExpiresAt();
-    if (expiresAt !== null) env.QUEEN_LEASE_EXPIRES_AT = expiresAt;
-    return env;
   }
 
   /** One message per kind of failure, not one per lease: thousands may share it. */

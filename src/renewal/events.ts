@@ -1,7 +1,7 @@
 /**
- * What a watch reports, one event at a time (contract, "watch"): the names and the keys
- * `event`, `leaseId`, `at` and each event's own keys are fixed there; the rest are additions.
- * `-o json`/`-o ndjson` print these objects as they are.
+ * What a watch reports, one event at a time (docs/cli-contract.md, "watch"): the names and the
+ * keys `event`, `leaseId`, `at` and each event's own keys are fixed there; the rest are
+ * additions. `-o json`/`-o ndjson` print these objects as they are.
  */
 
 /** Why a lease is gone: the broker renewed nothing, or its known expiry passed unrenewed. */
@@ -9,9 +9,10 @@ export type LostReason = 'not-renewed' | 'expired';
 
 /**
  * Why watching a lease ended for another reason. `for`, `signal` and `child-exit` are the
- * contract's. Added: `error`, a lease that could not be watched (a refused token, or a broker
- * that failed before the first renewal), with the error in `error`; and `lease-lost`, a watch
- * with a command whose other lease was lost, so the command was stopped or never started.
+ * contract's (docs/cli-contract.md). Added: `error`, a lease that could not be watched (a
+ * refused token, or a broker that failed before the first renewal), with the error in `error`;
+ * and `lease-lost`, a watch with a command whose other lease was lost, so the command was
+ * stopped or never started.
  */
 export type StopReason = 'for' | 'signal' | 'child-exit' | 'error' | 'lease-lost';
 

@@ -11,7 +11,7 @@
  *   the local clock agreeing with the broker's.
  * - A failed renewal is retried with exponential backoff and jitter while the lease has time
  *   left; each request's timeout is cut to that time, since a broker whose database is down
- *   may hold a request without answering (BROKER-FACTS.md).
+ *   may hold a request without answering (docs/broker.md).
  * - A lease is lost when the broker renews nothing, or when its deadline passes unrenewed.
  *   A refused token stops everything: every other lease would be refused too.
  */
@@ -85,7 +85,7 @@ export function safetyMarginMs(seconds: number): number {
   return Math.min(10_000, seconds * 250);
 }
 
-/** The default --every: a third of the lease (contract). */
+/** The default --every: a third of the lease (docs/cli-contract.md). */
 export function defaultEveryMs(seconds: number): number {
   return Math.max(1, Math.floor((seconds * 1000) / 3));
 }

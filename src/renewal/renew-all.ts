@@ -3,13 +3,13 @@
  * flight over the client's one connection pool, outcomes handed on in input order as soon as
  * they are known (so output streams and memory stays flat for thousands of ids).
  */
-import type { LeaseIdSource } from '../../args.js';
-import { estimateBrokerClock, type BrokerClockEstimate } from '../../broker/broker-clock.js';
-import type { BrokerClient } from '../../broker/client.js';
-import { isHeld, type Renewal } from '../../broker/contract.js';
-import { withRetries, type RetryPolicy } from '../../broker/retry.js';
-import type { Clock } from '../../clock.js';
-import { AuthError, BrokerError, ExitCode, QueenctlError, UsageError } from '../../exit.js';
+import type { LeaseIdSource } from '../args.js';
+import { estimateBrokerClock, type BrokerClockEstimate } from '../broker/broker-clock.js';
+import type { BrokerClient } from '../broker/client.js';
+import { isHeld, type Renewal } from '../broker/contract.js';
+import { withRetries, type RetryPolicy } from '../broker/retry.js';
+import type { Clock } from '../clock.js';
+import { AuthError, BrokerError, ExitCode, QueenctlError, UsageError } from '../exit.js';
 
 export type LeaseOutcome =
   | { leaseId: string; code: ExitCode; renewal: Renewal; brokerClock: BrokerClockEstimate; receivedAtMs: number }
