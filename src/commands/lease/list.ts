@@ -1,8 +1,11 @@
 /**
- * The work of `queenctl lease list`, apart from its command: read the consumer groups, gather the
- * holders per lease id, probe their expiry when asked, and print (contract, "list").
+ * `queenctl lease list`: the leases that are held, by consumer group, queue and partition, for
+ * the operator who knows where the trouble is but not the lease id (docs/cli-contract.md#lease-list).
+ * The broker has no route that lists leases; its consumer-group routes name each partition's
+ * holder (docs/broker.md#consumer-groups), and `--expiry` asks each lease the way `inspect` does.
  */
-import { formatDuration, leaseIdSource } from '../../args.js';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { leaseIdSource } from '../../args.js';
 import {
   QUEUE_MODE_GROUP,
   heldLeases,
@@ -14,12 +17,94 @@ import { withRetries, type RetryPolicy } from '../../broker/retry.js';
 import type { Clock } from '../../clock.js';
 import { AuthError, ExitCode } from '../../exit.js';
 import { write, type IO } from '../../io.js';
+import { formatDuration } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
 import { recordSink } from '../../output/records.js';
 import { loadStyle, type Style } from '../../output/style.js';
 import { renderTable } from '../../output/table.js';
+import { renewAll, type RenewAllContext } from '../../renewal/renew-all.js';
+import type { GlobalContext } from '../globals.js';
+import type { Runtime } from '../runtime.js';
 import { INSPECT_SECONDS, inspectRecord } from './inspect.js';
-import { renewAll, type RenewAllContext } from './renew-all.js';
+import { durationOption, exitCodesHelp, retriesOption } from './options.js';
+
+/** Repeatable flags: every value given, in order. */
+const collect = (value: string, previous: string[] = []): string[] => {
+  if (value.trim() === '') throw new InvalidArgumentError('a name cannot be empty');
+  return [...previous, value];
+};
+
+export function listCommand(globals: GlobalContext): Command {
+  return new Command('list')
+    .description('find the leases that are held, by consumer group, queue and partition')
+    .addOption(
+      new Option('--group <name>', 'only this consumer group (repeatable; __QUEUE_MODE__ for queue mode)').argParser(
+        collect,
+      ),
+    )
+    .addOption(new Option('--queue <name>', 'only this queue (repeatable)').argParser(collect))
+    .addOption(new Option('--partition <name>', 'only leases holding this partition (repeatable)').argParser(collect))
+    .option('--all', 'also holders whose lease expired but whose id the broker still records (live: false)')
+    .option('--expiry', 'add expiresAt, remainingMs and held, probed as inspect does (needs the read-write role)')
+    .addOption(
+      durationOption('--expiring-within <duration>', 'only leases that expire within this long (implies --expiry)'),
+    )
+    .addOption(retriesOption())
+    .addHelpText(
+      'after',
+      `
+How it works: the broker has no route that lists leases, but its consumer-group routes name the
+lease id holding each partition. list reads GET /api/v1/consumer-groups (unless --group names the
+groups) and GET /api/v1/consumer-groups/<group> for each, which a read-only token may do. One row
+per lease id, its partitions gathered; filters of one kind match any value, different kinds all.
+A partition released by an ack, or never leased, has no holder and is never listed.
+
+--expiry asks the extend route for one second per lease, as inspect does: a live lease keeps its
+deadline. That needs the read-write role; a read-only token exits 3.
+
+${exitCodesHelp({
+  ok: 'the listing worked (also when it found nothing)',
+  broker: 'broker error: unreachable, timed out, 5xx, an answer outside the contract, or a probe failed',
+  notHeld: 'not used: a lease found gone is listed with live: false',
+})}
+
+Examples:
+  queenctl lease list --queue orders --partition p7
+  queenctl lease list --group billing --expiry
+  queenctl lease list --expiring-within 10m -o json
+  queenctl lease list --queue orders -o name | queenctl lease extend - --seconds 600
+  queenctl lease list --group billing -o name | queenctl lease watch - -- ./nightly-reprocess.sh`,
+    )
+    .action(async (options: ListFlags, command: Command) => {
+      await globals.run(command, (runtime, settings) =>
+        runList(
+          {
+            groups: options.group ?? [],
+            queues: options.queue ?? [],
+            partitions: options.partition ?? [],
+            all: Boolean(options.all),
+            expiry: Boolean(options.expiry) || options.expiringWithin !== undefined,
+            expiringWithinMs: options.expiringWithin,
+            retry: { ...settings.retry, retries: options.retries },
+            concurrency: settings.concurrency,
+            format: settings.format,
+            noHeaders: settings.noHeaders,
+          },
+          runtime,
+        ),
+      );
+    });
+}
+
+interface ListFlags {
+  group?: string[];
+  queue?: string[];
+  partition?: string[];
+  all?: boolean;
+  expiry?: boolean;
+  expiringWithin?: number;
+  retries: number;
+}
 
 export interface ListOptions {
   /** --group: read these groups only; empty: every group the broker lists. */
@@ -42,12 +127,7 @@ export interface ListClient extends Pick<RenewAllContext['client'], 'extend'> {
   consumerGroup(group: string, options: { signal: AbortSignal }): Promise<PartitionHolder[]>;
 }
 
-export interface ListRuntime {
-  io: IO;
-  client: ListClient;
-  clock: Clock;
-  signal: AbortSignal;
-}
+export type ListRuntime = Runtime<ListClient>;
 
 /** One record of `lease list -o json`; the expiry keys only with --expiry. */
 export interface ListRecord extends HeldLease {
