@@ -8,6 +8,7 @@ import { BrokerClient, proxySettings } from '../broker/client.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../broker/retry.js';
 import { systemClock } from '../clock.js';
 import { resolveConnection } from '../config/resolve.js';
+import { CONCURRENCY_CEILING } from '../renewal/concurrency.js';
 import { UsageError, type ExitCode } from '../exit.js';
 import type { IO, OutputStream } from '../io.js';
 import { resolveFormat, type OutputFormat } from '../output/format.js';
@@ -79,6 +80,8 @@ export interface Settings {
   format: OutputFormat | null;
   noHeaders: boolean;
   concurrency: number;
+  /** --concurrency was given: watch adapts up to it, else up to its own ceiling. */
+  concurrencyGiven: boolean;
   retry: RetryPolicy;
   /** --timeout: the deadline of one request. */
   timeoutMs: number;
@@ -185,12 +188,14 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       for (const note of connection.notes) trace?.(note);
       // Said even with -q: the token or the broker's identity is at stake.
       for (const warning of connection.warnings) stderr.write(warningMessage(warning));
+      const concurrencyGiven = command.getOptionValueSourceWithGlobals('concurrency') !== 'default';
       const client = new BrokerClient({
         server: connection.server,
         token: connection.token,
         timeoutMs: flags.timeout,
         userAgent: `queenctl/${version}`,
-        connections: flags.concurrency,
+        // Watch may adapt up to the ceiling; the other verbs keep within --concurrency themselves.
+        connections: concurrencyGiven ? flags.concurrency : CONCURRENCY_CEILING,
         insecure: connection.insecure,
         ca: connection.ca,
         proxy: proxySettings(ports.env),
@@ -202,7 +207,9 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
           format: flags.quiet && flags.output === undefined ? null : resolved,
           noHeaders: !flags.headers,
           concurrency: flags.concurrency,
-          retry: DEFAULT_RETRY,
+          concurrencyGiven,
+          // A Retry-After longer than one request may take is not waited for (broker/retry.ts).
+          retry: { ...DEFAULT_RETRY, maxRetryAfterMs: flags.timeout },
           timeoutMs: flags.timeout,
         };
         const { env, argvAfterDashDash, relaySignals } = ports;

@@ -181,6 +181,7 @@ Examples:
               killAfterMs: options.killAfter,
               requestTimeoutMs: settings.timeoutMs,
               concurrency: settings.concurrency,
+              concurrencyGiven: settings.concurrencyGiven,
               command: after,
               output: watchOutputMode({
                 format: settings.format,

@@ -28,6 +28,7 @@ import {
   type WatchRenderer,
 } from '../../output/watch.js';
 import { errorMessage } from '../../output/words.js';
+import { CONCURRENCY_CEILING } from '../../renewal/concurrency.js';
 import { SupervisedChild, type ChildExit } from '../../watch/child.js';
 import type { WatchEvent } from '../../watch/events.js';
 import { RenewalScheduler, defaultEveryMs, safetyMarginMs, type WatchSummary } from '../../watch/scheduler.js';
@@ -44,6 +45,8 @@ export interface WatchOptions {
   killAfterMs: number;
   requestTimeoutMs: number;
   concurrency: number;
+  /** --concurrency was given: the most in flight; else the watch adapts up to its own ceiling. */
+  concurrencyGiven?: boolean;
   /** What followed `--`: the command and its arguments; null without one. */
   command: readonly string[] | null;
   output: WatchOutputMode;
@@ -123,6 +126,8 @@ class Watch {
         everyMs: this.everyMs,
         requestTimeoutMs: options.requestTimeoutMs,
         concurrency: options.concurrency,
+        maxConcurrency: options.concurrencyGiven === false ? CONCURRENCY_CEILING : options.concurrency,
+        concurrencyGiven: options.concurrencyGiven !== false,
       },
       { client: runtime.client, clock: runtime.clock },
       { event: (event) => this.onEvent(event), warn: (text) => this.renderer.warn(text) },
