@@ -24,10 +24,12 @@ const MIN_WINDOW_SAMPLES = 4;
 /** ...or after this long, whatever came back. */
 const MAX_WINDOW_MS = 1_000;
 /**
- * Latency still over the floor with this few requests in flight is not our load: the broker is
- * slower for good, and its latency now is the new floor.
+ * Latency still over the floor with this few requests in flight, or no better after a decrease,
+ * is not our load: the broker is slower for good, and its latency now is the new floor.
  */
 const FLOOR_RESET_LIMIT = 4;
+/** A decrease on latency helped when the next window's mean is at most this share of the one before. */
+const DECREASE_HELPED = 0.9;
 
 /** What one request came to, as far as the broker's capacity goes. */
 export type RequestOutcome =
@@ -67,8 +69,10 @@ export class ConcurrencyController {
   private recentMs: number | null = null;
   /** Answers per second in the last closed window. */
   private throughput: number | null = null;
-  /** A failure of a request sent before this already had its decrease. */
+  /** A failure of a request sent before this already had its decrease; its latency is of the old load. */
   private decreasedAt = Number.NEGATIVE_INFINITY;
+  /** The mean latency that made the last decrease, until a window is back within tolerance. */
+  private decreasedOnMs: number | null = null;
   private window: Window;
 
   constructor(options: ConcurrencyOptions, now: number) {
@@ -115,6 +119,7 @@ export class ConcurrencyController {
       this.decrease(FAILURE_BACKOFF, now);
       return true;
     }
+    if (sample.sentAt < this.decreasedAt) return false;
     const latencyMs = Math.max(0, now - sample.sentAt);
     const window = this.window;
     window.samples++;
@@ -135,9 +140,14 @@ export class ConcurrencyController {
     const least = window.minLatencyMs;
     if (this.floorMs === null || least < this.floorMs) this.floorMs = least;
     if (meanMs > this.floorMs * LATENCY_TOLERANCE + LATENCY_SLACK_MS) {
-      if (this.current > FLOOR_RESET_LIMIT) return this.decrease(LATENCY_BACKOFF, now);
+      const helped = this.decreasedOnMs === null || meanMs < this.decreasedOnMs * DECREASE_HELPED;
+      if (helped && this.current > FLOOR_RESET_LIMIT) {
+        this.decreasedOnMs = meanMs;
+        return this.decrease(LATENCY_BACKOFF, now);
+      }
       this.floorMs = least;
     }
+    this.decreasedOnMs = null;
     // Grows by about its square root per round trip: a few seconds from 16 to the hundreds.
     if (window.waited)
       this.current = Math.min(this.ceiling, this.current + Math.max(1, Math.floor(Math.sqrt(this.current))));

@@ -119,15 +119,15 @@ describe('adaptive concurrency: when even the ceiling is not enough', () => {
 });
 
 describe('adaptive concurrency: a broker that became slower for good', () => {
-  it('backs off to a few requests; still slow there, it takes the new latency as its floor and ramps again', () => {
+  it('backs off once; when sending less does not bring latency down, takes it as the new floor and ramps again', () => {
     const controller = new ConcurrencyController({ initial: 64, ceiling: 256 }, 0);
-    let { now } = run(controller, 0, 5, () => 2);
+    const { now } = run(controller, 0, 5, () => 2);
     const before = controller.limit;
-    // From 2 ms to 80 ms whatever the load: not ours to fix by sending less.
+    // From 2 ms to 80 ms whatever the load (a machine or a database busy with something else):
+    // not ours to fix by sending less.
     const slower = run(controller, now, 60, () => 80);
-    now = slower.now;
-    assert.ok(Math.min(...slower.limits) <= 4, `backed off first: ${slower.limits.join(',')}`);
+    assert.ok(Math.min(...slower.limits) >= before * 0.75 - 1, `one decrease at most: ${slower.limits.join(',')}`);
     assert.equal(controller.floorLatencyMs, 80);
-    assert.ok((slower.limits.at(-1) as number) >= before, `then ramped again: ${slower.limits.join(',')}`);
+    assert.ok((slower.limits.at(-1) as number) > before, `then ramped again: ${slower.limits.join(',')}`);
   });
 });
