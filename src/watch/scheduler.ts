@@ -166,9 +166,15 @@ const CAPACITY_QUIET_MS = 10 * 60_000;
 
 type Phase = 'waiting' | 'ready' | 'renewing' | 'ended';
 
-/** A lease's place in the line of due leases, keyed by its deadline. */
+/**
+ * A lease's place in the line of due leases, keyed by its deadline. Equal deadlines (every lease
+ * before its first renewal: nothing is known yet) go in the order the leases were given, so a
+ * list of ids, oldest first, is renewed oldest first: `tieBreak` is the input position in steps
+ * of 1/1024 ms, two units of the last place of an epoch in ms, too small to reorder real deadlines.
+ */
 interface LineEntry extends HeapItem {
   readonly lease: LeaseState;
+  readonly tieBreak: number;
 }
 
 interface LeaseState extends HeapItem {
@@ -237,7 +243,7 @@ export class RenewalScheduler {
     private readonly context: SchedulerContext,
     private readonly observer: SchedulerObserver,
   ) {
-    this.leases = leaseIds.map((leaseId) => {
+    this.leases = leaseIds.map((leaseId, index) => {
       const lease: LeaseState = {
         leaseId,
         phase: 'waiting',
@@ -252,7 +258,7 @@ export class RenewalScheduler {
         lastError: null,
         line: undefined as unknown as LineEntry,
       };
-      lease.line = { lease, wakeAt: 0, heapIndex: -1 };
+      lease.line = { lease, wakeAt: 0, heapIndex: -1, tieBreak: index / 1024 };
       return lease;
     });
     this.watching = this.leases.length;
@@ -368,7 +374,7 @@ export class RenewalScheduler {
       } else {
         // In line, least time left first; wake at the deadline to declare it if no slot comes.
         top.phase = 'ready';
-        this.ready.update(top.line, top.deadline);
+        this.ready.update(top.line, top.deadline + top.line.tieBreak);
         this.heap.update(top, top.deadline);
       }
     }
@@ -552,7 +558,7 @@ export class RenewalScheduler {
     lease.attempt++;
     // Back in line; declared at its deadline if the broker is not back by then.
     lease.phase = 'ready';
-    this.ready.update(lease.line, lease.deadline);
+    this.ready.update(lease.line, lease.deadline + lease.line.tieBreak);
     this.heap.update(lease, lease.deadline);
     if (probe) {
       const first = this.ready.peek() as LineEntry;

@@ -288,6 +288,11 @@ describe('watch at scale: a slow broker', () => {
       (i) => lefts[i] as number,
     );
     await h.advance(12 * S);
+    assert.deepEqual(
+      h.broker.callsBetween(0, 1).map((call) => call.leaseId),
+      ['lease-0', 'lease-1', 'lease-2', 'lease-3'],
+      'before the first renewal nothing is known: in the order given',
+    );
     const second = h.broker.callsBetween(10 * S, 12 * S).map((call) => call.leaseId);
     assert.deepEqual(second, ['lease-3', 'lease-1', 'lease-2', 'lease-0']);
     await h.stop();
