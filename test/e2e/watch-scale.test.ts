@@ -27,6 +27,7 @@ interface Watching {
   stderr(): string;
   /** Resolves once `check` holds for the output so far. */
   until(check: () => boolean, what: string, timeoutMs?: number): Promise<void>;
+  kill(signal: NodeJS.Signals): void;
   exited: Promise<number | null>;
 }
 
@@ -50,6 +51,7 @@ function watch(server: string, leaseIds: string[], args: string[], guardMs = 40_
     async until(check, what, timeoutMs = 20_000) {
       await run.until(() => (check() ? true : undefined), what, timeoutMs);
     },
+    kill: (signal) => run.kill(signal),
     exited: run.exited.then((result) => result.code),
   };
 }
@@ -100,13 +102,16 @@ describe('lease watch at scale (heavy: one at a time)', () => {
       try {
         const ids = mintMany(sim, 2_000, 30);
         const refusing = front.refuse(6_000);
-        const run = watch(front.url, ids, ['--seconds', '30', '--for', '12s', '-o', 'ndjson', '-v']);
+        // No --for: the renewals after the outage are waited for, however busy the machine.
+        const run = watch(front.url, ids, ['--seconds', '30', '-o', 'ndjson', '-v'], 90_000);
         await refusing;
         const during = run.events().length;
         const attempts = refusedAttempts(run.stderr());
+        await run.until(() => renewedIds(run.events()).size === 2_000, 'every lease renewed after the outage', 45_000);
+        run.kill('SIGINT');
         const code = await run.exited;
         const events = run.events();
-        assert.equal(code, 0, run.stderr().slice(-3000));
+        assert.equal(code, 130, run.stderr().slice(-3000));
         t.diagnostic(
           `${attempts} connection attempts and ${during} event lines during the outage; ` +
             `${renewedIds(events).size} renewed, ${count(events, 'lost')} lost, ${sim.stats().lapses} lapsed`,
@@ -130,7 +135,9 @@ describe('lease watch at scale (heavy: one at a time)', () => {
       try {
         const ids = mintMany(sim, 2_000, 24);
         // --every is 8 s: the second renewals fall due from 8 s after the first ones.
-        const run = watch(front.url, ids, ['--seconds', '24', '--for', '20s', '-o', 'ndjson', '-v']);
+        // No --for: on a busy machine the renewals after the outage may take a while; the test
+        // waits for them (the deadline that matters is the leases', checked by lost and lapses).
+        const run = watch(front.url, ids, ['--seconds', '24', '-o', 'ndjson', '-v'], 90_000);
         await run.until(() => renewedIds(run.events()).size === 2_000, 'every lease renewed once');
         const firstRenewals = run.events().length;
         const refusedBefore = refusedAttempts(run.stderr());
@@ -139,9 +146,15 @@ describe('lease watch at scale (heavy: one at a time)', () => {
         await front.refuse(6_000);
         const during = run.events().slice(before);
         const attempts = refusedAttempts(run.stderr()) - refusedBefore;
+        const renewedSinceRecovery = (): number => {
+          const all = run.events();
+          return renewedIds(all.slice(all.findIndex((e) => e.event === 'recovered'))).size;
+        };
+        await run.until(() => renewedSinceRecovery() === 2_000, 'every lease renewed after the outage', 45_000);
+        run.kill('SIGINT');
         const code = await run.exited;
         const events = run.events();
-        assert.equal(code, 0, run.stderr().slice(-3000));
+        assert.equal(code, 130, run.stderr().slice(-3000));
         assert.ok(events.length - firstRenewals > 2_000, 'renewals fell due around the outage');
         assert.ok(attempts <= 40, `${attempts} connection attempts during the outage`);
         const lines = during.filter((e) => e.event !== 'renewed');
