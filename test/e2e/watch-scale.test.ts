@@ -222,7 +222,7 @@ describe('lease watch at scale: Retry-After and capacity', { concurrency: true }
     withSimulator(async (sim) => {
       const ids = mintMany(sim, 3, 60);
       sim.inject({ kind: 'status', status: 503, headers: { 'Retry-After': '3' }, times: 1, leaseId: ids[0] as string });
-      const run = watch(sim.url, ids, ['--seconds', '60', '--for', '5s', '-o', 'ndjson']);
+      const run = watch(sim.url, ids, ['--seconds', '60', '--for', '10s', '-o', 'ndjson']);
       const code = await run.exited;
       assert.equal(code, 0, run.stderr());
       const events = run.events();
