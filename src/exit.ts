@@ -48,6 +48,8 @@ export class BrokerError extends QueenctlError {
     readonly transient: boolean,
     hint?: string,
     readonly status?: number,
+    /** The answer's Retry-After (429, 503), in ms: how long the broker asked us to wait. */
+    readonly retryAfterMs?: number,
   ) {
     super(message, ExitCode.Broker, hint);
   }

@@ -6,6 +6,7 @@
  * The rule that matters most: `renewed` decides. HTTP 200 and `success: true` are never taken
  * as evidence that a lease was renewed.
  */
+import { formatDuration } from '../output/duration.js';
 import { AuthError, BrokerError } from '../exit.js';
 
 /** The six documented keys, exactly as the contract prints them. */
@@ -64,6 +65,20 @@ function brokerErrorText(body: string): string | undefined {
 
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The answer's Retry-After in ms: delta-seconds, or an HTTP date measured against the answer's
+ * own Date header (the broker's clock, not ours). Undefined when absent or unreadable.
+ */
+export function retryAfterMs(headers: RawAnswer['headers']): number | undefined {
+  const value = header(headers, 'retry-after')?.trim();
+  if (value === undefined || value === '') return undefined;
+  if (/^\d+$/.test(value)) return Math.min(Number(value), 86_400) * 1000;
+  const at = Date.parse(value);
+  const date = Date.parse(header(headers, 'date') ?? '');
+  if (!Number.isFinite(at) || !Number.isFinite(date)) return undefined;
+  return Math.max(0, at - date);
 }
 
 /**
@@ -128,8 +143,26 @@ export function statusError(
   if (status === 500 && said?.startsWith('renew failed')) {
     return new BrokerError(`the broker's renewal query failed (HTTP 500: ${said})`, false, undefined, status);
   }
+  // A rate limit or an overload with Retry-After says when to come back (see broker/retry.ts).
+  const retryAfter = status === 429 || status === 503 ? retryAfterMs(answer.headers) : undefined;
+  const asked = retryAfter === undefined ? '' : `; it asked to retry after ${formatDuration(retryAfter)}`;
+  if (status === 429) {
+    return new BrokerError(
+      `the broker, or a proxy in front of it, is rate-limiting requests (HTTP 429${saidText})${asked}`,
+      true,
+      'lower --concurrency, or ask whoever runs the broker about its rate limit',
+      status,
+      retryAfter,
+    );
+  }
   const transient = status === 502 || status === 503 || status === 504;
-  return new BrokerError(`the broker answered HTTP ${status}${saidText}`, transient, undefined, status);
+  return new BrokerError(
+    `the broker answered HTTP ${status}${saidText}${asked}`,
+    transient,
+    undefined,
+    status,
+    retryAfter,
+  );
 }
 
 function outsideContract(what: string, body: string): BrokerError {

@@ -2,7 +2,8 @@
  * Retrying a renewal is safe: the broker takes the later of the current deadline and
  * now + seconds (lease-extend-route.md), so a repeated request never shortens a lease. Only
  * transient failures are retried (BrokerError.transient: unreachable, reset, timeout, 502/503/504,
- * 500 pool); a refusal or an answer outside the contract would only repeat itself.
+ * 500 pool, 429); a refusal or an answer outside the contract would only repeat itself. A
+ * Retry-After on 429 or 503 replaces the backoff (docs/cli-contract.md, "watch").
  */
 import type { Clock } from '../clock.js';
 import { BrokerError } from '../exit.js';
@@ -13,6 +14,11 @@ export interface RetryPolicy {
   /** First backoff; doubles on each retry, with full jitter. */
   baseDelayMs: number;
   maxDelayMs: number;
+  /**
+   * The longest Retry-After (429, 503) waited for instead of the backoff (--timeout); a longer
+   * one ends the retries at once. Default: maxDelayMs.
+   */
+  maxRetryAfterMs?: number;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { retries: 2, baseDelayMs: 200, maxDelayMs: 5_000 };
@@ -25,6 +31,33 @@ export function backoffMs(attempt: number, policy: RetryPolicy, random: () => nu
 
 export function isTransient(error: unknown): boolean {
   return error instanceof BrokerError && error.transient;
+}
+
+/**
+ * The wait before the next try: the broker's Retry-After when it gave one, else the backoff.
+ * Null when Retry-After is longer than the policy waits for: retrying sooner would only be
+ * refused again.
+ */
+export function retryWaitMs(
+  error: BrokerError,
+  attempt: number,
+  policy: RetryPolicy,
+  random: () => number = Math.random,
+): number | null {
+  if (error.retryAfterMs === undefined) return backoffMs(attempt, policy, random);
+  return error.retryAfterMs <= (policy.maxRetryAfterMs ?? policy.maxDelayMs) ? error.retryAfterMs : null;
+}
+
+/** The error a Retry-After too long to wait for ends with: what the broker asked, and what to do. */
+function tooLongToWait(error: BrokerError, policy: RetryPolicy): BrokerError {
+  const limitS = Math.round((policy.maxRetryAfterMs ?? policy.maxDelayMs) / 1000);
+  return new BrokerError(
+    error.message,
+    error.transient,
+    `that is longer than --timeout (${limitS}s) allows waiting; try again then, or raise --timeout to wait for it`,
+    error.status,
+    error.retryAfterMs,
+  );
 }
 
 export interface RetryContext {
@@ -45,7 +78,8 @@ export async function withRetries<T>(
       return await attempt();
     } catch (error) {
       if (!isTransient(error) || tries > policy.retries || context.signal?.aborted) throw error;
-      const delayMs = backoffMs(tries, policy, context.random);
+      const delayMs = retryWaitMs(error as BrokerError, tries, policy, context.random);
+      if (delayMs === null) throw tooLongToWait(error as BrokerError, policy);
       context.onRetry?.(error as BrokerError, tries, delayMs);
       await context.clock.sleep(delayMs, context.signal);
     }

@@ -10,6 +10,7 @@ import { DEFAULT_RETRY, type RetryPolicy } from '../broker/retry.js';
 import { systemClock, type Clock } from '../clock.js';
 import { proxySettings } from '../config/proxy.js';
 import { resolveConnection } from '../config/resolve.js';
+import { CONCURRENCY_CEILING } from '../renewal/concurrency.js';
 import { UsageError, type ExitCode } from '../exit.js';
 import type { IO, OutputStream } from '../io.js';
 import { resolveFormat, type OutputFormat } from '../output/format.js';
@@ -85,6 +86,8 @@ export interface Settings {
   format: OutputFormat | null;
   noHeaders: boolean;
   concurrency: number;
+  /** --concurrency was given: watch adapts up to it, else up to its own ceiling. */
+  concurrencyGiven: boolean;
   retry: RetryPolicy;
   /** --timeout: the deadline of one request. */
   timeoutMs: number;
@@ -202,8 +205,10 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       for (const note of connection.notes) trace?.(note);
       // Said even with -q: the token or the broker's identity is at stake.
       for (const warning of connection.warnings) stderr.write(warningMessage(warning));
+      const concurrencyGiven = command.getOptionValueSourceWithGlobals('concurrency') !== 'default';
       const transport = new UndiciTransport({
-        connections: flags.concurrency,
+        // Watch may adapt up to the ceiling; the other verbs keep within --concurrency themselves.
+        connections: concurrencyGiven ? flags.concurrency : CONCURRENCY_CEILING,
         insecure: connection.insecure,
         ca: connection.ca,
         proxy: proxySettings(ports.env),
@@ -223,7 +228,9 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
           format: flags.quiet && flags.output === undefined ? null : resolved,
           noHeaders: !flags.headers,
           concurrency: flags.concurrency,
-          retry: DEFAULT_RETRY,
+          concurrencyGiven,
+          // A Retry-After longer than one request may take is not waited for (broker/retry.ts).
+          retry: { ...DEFAULT_RETRY, maxRetryAfterMs: flags.timeout },
           timeoutMs: flags.timeout,
           outputGiven: flags.output !== undefined,
           tokenOnCommandLine: flags.token !== undefined,

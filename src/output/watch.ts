@@ -16,7 +16,14 @@
 import type { Clock } from '../clock.js';
 import type { OutputStream } from '../io.js';
 import type { ChildExit } from '../watch/supervisor.js';
-import type { LostEvent, RetryEvent, StoppedEvent, WatchEvent } from '../renewal/events.js';
+import type {
+  LostEvent,
+  OutageEvent,
+  RecoveredEvent,
+  RetryEvent,
+  StoppedEvent,
+  WatchEvent,
+} from '../renewal/events.js';
 import type { WatchFailure, WatchStatus } from '../renewal/scheduler.js';
 import { formatDuration } from './duration.js';
 import { LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
@@ -103,6 +110,66 @@ function stoppedWords(event: StoppedEvent): string {
   }
 }
 
+const leasesWord = (count: number): string => (count === 1 ? '1 lease' : `${count} leases`);
+
+function outageWords(event: OutageEvent): string {
+  const left = event.remainingMs === null ? '' : `, the first expires in ${formatDuration(event.remainingMs)}`;
+  return (
+    `the broker is down: ${event.error}. ${leasesWord(event.leases)} wait for it${left}; ` +
+    'one request at a time probes it until it answers'
+  );
+}
+
+function recoveredWords(event: RecoveredEvent): string {
+  return (
+    `the broker answers again after ${formatDuration(event.downMs)} down; renewing the ` +
+    `${leasesWord(event.leases)} that fell due meanwhile, least time left first`
+  );
+}
+
+/** The outage still on, for people: said at most every OUTAGE_REFRESH_MS. */
+export function outageStillWords(outage: NonNullable<WatchStatus['outage']>, status: WatchStatus, now: number): string {
+  const left =
+    status.earliestDeadline === null ? '' : `, the first expires in ${formatDuration(status.earliestDeadline - now)}`;
+  return (
+    `the broker is still down after ${formatDuration(now - outage.since)}: ` +
+    `${leasesWord(outage.leases)} waiting${left}` +
+    `${outage.error ? `; last error: ${outage.error}` : ''}`
+  );
+}
+
+export interface CannotKeepUp {
+  leases: number;
+  everyMs: number;
+  plannedPerSecond: number;
+  neededPerSecond: number;
+  /** What the broker gives: at the ceiling and the latency seen lately, or as counted; null when unknown. */
+  givesPerSecond: number | null;
+  latencyMs: number | null;
+  /** The most requests in flight, and whether --concurrency set it. */
+  ceiling: number;
+  concurrencyGiven: boolean;
+}
+
+/** When even the ceiling cannot renew every lease before it expires: the numbers, and what to change. */
+export function cannotKeepUpWarning(shortfall: CannotKeepUp): string {
+  const perSecond = (rate: number): string => `${rate < 10 ? rate.toFixed(1) : Math.round(rate)}`;
+  const gives = shortfall.givesPerSecond === null ? 'fewer' : `about ${perSecond(shortfall.givesPerSecond)}/s`;
+  const latency = shortfall.latencyMs === null ? '' : ` (${Math.round(shortfall.latencyMs)}ms a renewal)`;
+  const at = shortfall.concurrencyGiven
+    ? `at --concurrency ${shortfall.ceiling}`
+    : `at ${shortfall.ceiling} requests in flight, the most without --concurrency`;
+  const change = shortfall.concurrencyGiven
+    ? `raise --concurrency (now ${shortfall.ceiling})`
+    : `--concurrency cannot go above ${shortfall.ceiling}`;
+  return (
+    `cannot keep up: ${leasesWord(shortfall.leases)} renewed every ${formatDuration(shortfall.everyMs)} need ` +
+    `${perSecond(shortfall.plannedPerSecond)} renewals/s (at least ${perSecond(shortfall.neededPerSecond)}/s, or ` +
+    `leases expire unrenewed), but the broker gives ${gives} ${at}${latency}. To keep them: ${change}, ` +
+    'raise --seconds (longer leases need fewer renewals), or watch fewer leases per watch'
+  );
+}
+
 export function eventWords(event: WatchEvent): string {
   switch (event.event) {
     case 'renewed':
@@ -116,6 +183,10 @@ export function eventWords(event: WatchEvent): string {
       return lostWords(event);
     case 'stopped':
       return stoppedWords(event);
+    case 'outage':
+      return outageWords(event);
+    case 'recovered':
+      return recoveredWords(event);
   }
 }
 
@@ -192,6 +263,11 @@ export function leftoverNote(command: string, killAfterMs: number): string {
   );
 }
 
+function stillDownLine(status: WatchStatus, now: number): string {
+  const outage = status.outage as NonNullable<WatchStatus['outage']>;
+  return `${new Date(now).toISOString().slice(11, 23)} ${outageStillWords(outage, status, now)}`;
+}
+
 export function spinnerText(status: WatchStatus, now: number, leaseCount: number, leaseId: string): string {
   const parts: string[] = [];
   const expiry = status.earliestDeadline === null ? null : formatDuration(status.earliestDeadline - now);
@@ -203,7 +279,14 @@ export function spinnerText(status: WatchStatus, now: number, leaseCount: number
     parts.push(`${leaseCount} leases: ${status.held} held, ${status.lost} lost, ${status.renewals} renewals`);
     if (expiry !== null) parts.push(`earliest expiry in ${expiry}`);
   }
-  if (next !== null) parts.push(`next renewal in ${next}`);
+  if (status.outage) {
+    // The one fact that matters while it lasts, instead of the next renewal.
+    const probe =
+      status.outage.nextProbeAt === null
+        ? ''
+        : `, next probe in ${formatDuration(Math.max(0, status.outage.nextProbeAt - now))}`;
+    parts.push(`BROKER DOWN for ${formatDuration(now - status.outage.since)}${probe}`);
+  } else if (next !== null) parts.push(`next renewal in ${next}`);
   if (status.lastError) {
     const ago = status.lastErrorAt === null ? '' : ` ${formatDuration(now - status.lastErrorAt)} ago`;
     parts.push(`last error${ago}: ${status.lastError}`);
@@ -214,6 +297,8 @@ export function spinnerText(status: WatchStatus, now: number, leaseCount: number
 // --- renderers -------------------------------------------------------------------------------
 
 const SPINNER_REFRESH_MS = 250;
+/** While an outage lasts, a line says it is still on this often (log mode). */
+export const OUTAGE_REFRESH_MS = 5_000;
 
 /**
  * ora moves the cursor: a stream that only looks like a terminal (a wrapper) cannot carry it,
@@ -259,15 +344,23 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
   }
 
   if (mode === 'log') {
+    // One line when an outage starts and ends, and one every few seconds while it lasts.
+    let outageTimer: NodeJS.Timeout | undefined;
+    const stillDown = (): void => {
+      const status = options.status();
+      if (status.outage) stderr.write(line(stillDownLine(status, options.clock.now())));
+    };
     return {
       event(event) {
         stderr.write(line(`${timeOf(event.at)} ${eventWords(event)}`));
         if (event.event === 'lost') explainLoss();
+        if (event.event === 'outage') outageTimer ??= setInterval(stillDown, OUTAGE_REFRESH_MS).unref();
+        if (event.event === 'recovered') outageTimer = void clearInterval(outageTimer);
       },
       warn: (text) => void stderr.write(line(`warning: ${text}`)),
       note: (text) => void stderr.write(line(text)),
       error: (text) => void stderr.write(text),
-      close: () => {},
+      close: () => clearInterval(outageTimer),
     };
   }
 
@@ -294,10 +387,10 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     event(event) {
       if (event.event === 'renewed') return refresh();
       const words = eventWords(event);
+      const bad =
+        event.event === 'lost' || event.event === 'outage' || (event.event === 'stopped' && event.reason === 'error');
       above(
-        line(
-          `${timeOf(event.at)} ${event.event === 'lost' || (event.event === 'stopped' && event.reason === 'error') ? style.bad(words) : event.event === 'retry' ? style.warn(words) : words}`,
-        ),
+        line(`${timeOf(event.at)} ${bad ? style.bad(words) : event.event === 'retry' ? style.warn(words) : words}`),
       );
       if (event.event === 'lost') explainLoss();
       refresh();

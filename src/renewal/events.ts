@@ -57,4 +57,29 @@ export interface StoppedEvent {
   error?: string;
 }
 
-export type WatchEvent = RenewedEvent | RetryEvent | LostEvent | StoppedEvent;
+/**
+ * The broker stopped answering every lease at once (unreachable, reset, timeout, 502/503/504,
+ * 500 pool): reported once, with no leaseId; renewals wait while one probe at a time tries it.
+ */
+export interface OutageEvent {
+  event: 'outage';
+  at: string;
+  /** The failure that made it an outage. */
+  error: string;
+  /** Leases waiting for the broker: every lease still watched. */
+  leases: number;
+  /** The least time a renewed lease has left: what the outage may last before one is lost; null before any renewal. */
+  remainingMs: number | null;
+}
+
+/** The broker answers again after an outage: the waiting leases are renewed, least time left first. */
+export interface RecoveredEvent {
+  event: 'recovered';
+  at: string;
+  /** From the outage event to the first answer. */
+  downMs: number;
+  /** Leases due during the outage, now renewed at once. */
+  leases: number;
+}
+
+export type WatchEvent = RenewedEvent | RetryEvent | LostEvent | StoppedEvent | OutageEvent | RecoveredEvent;

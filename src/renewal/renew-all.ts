@@ -36,17 +36,38 @@ export interface RenewAllSummary {
   inputError: UsageError | null;
 }
 
-async function renewOne(leaseId: string, options: RenewAllOptions, context: RenewAllContext): Promise<LeaseOutcome> {
+/**
+ * A Retry-After is the broker's word to this client, not to one lease: until it has passed, no
+ * request of the run is sent (the ones already waiting for it included).
+ */
+interface RetryAfterGate {
+  until: number;
+}
+
+async function renewOne(
+  leaseId: string,
+  options: RenewAllOptions,
+  context: RenewAllContext,
+  gate: RetryAfterGate,
+): Promise<LeaseOutcome> {
   const { client, clock, signal } = context;
   try {
     let sentAtMs = clock.now();
     const renewal = await withRetries(
-      () => {
+      async () => {
+        if (gate.until > clock.now()) await clock.sleep(gate.until - clock.now(), signal);
         sentAtMs = clock.now();
         return client.extend(leaseId, options.seconds, { signal });
       },
       options.retry,
-      { clock, signal, onRetry: (error, attempt, delayMs) => options.onRetry?.(leaseId, error, attempt, delayMs) },
+      {
+        clock,
+        signal,
+        onRetry: (error, attempt, delayMs) => {
+          if (error.retryAfterMs !== undefined) gate.until = Math.max(gate.until, clock.now() + delayMs);
+          options.onRetry?.(leaseId, error, attempt, delayMs);
+        },
+      },
     );
     const receivedAtMs = clock.now();
     return {
@@ -85,6 +106,7 @@ export async function renewAll(
   const inFlight: Promise<LeaseOutcome>[] = [];
   const summary: RenewAllSummary = { stoppedBy: null, inputError: null };
   let consecutiveFailures = 0;
+  const gate: RetryAfterGate = { until: 0 };
   const { signal } = context;
   let exhausted = false;
   /** A read of the next id still waiting for standard input. */
@@ -122,7 +144,7 @@ export async function renewAll(
         if (step.kind === 'id') {
           reading = null;
           if (step.next.done) exhausted = true;
-          else inFlight.push(renewOne(step.next.value, options, context));
+          else inFlight.push(renewOne(step.next.value, options, context, gate));
           continue;
         }
         if (step.kind === 'input-error') {

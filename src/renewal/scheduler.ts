@@ -14,6 +14,12 @@
  *   may hold a request without answering (docs/broker.md).
  * - A lease is lost when the broker renews nothing, or when its deadline passes unrenewed.
  *   A refused token stops everything: every other lease would be refused too.
+ * - Requests in flight adapt to the broker (renewal/concurrency.ts), up to --concurrency when
+ *   given; due leases wait for a slot least time left first. When even the ceiling cannot renew
+ *   every lease in time, people are told once, in words.
+ * - An outage is the broker's, not each lease's (renewal/breaker.ts): while every request fails
+ *   that way, renewals wait and one probe at a time tries the broker; per-lease retries and
+ *   their events stop until it answers.
  */
 import { setMaxListeners } from 'node:events';
 import { localDeadline, timeZoneSuspicion } from '../broker/broker-clock.js';
@@ -22,6 +28,9 @@ import { isHeld, type Renewal } from '../broker/contract.js';
 import { backoffMs, isTransient, type RetryPolicy } from '../broker/retry.js';
 import type { Clock } from '../clock.js';
 import { AuthError, BrokerError, QueenctlError } from '../exit.js';
+import { cannotKeepUpWarning } from '../output/watch.js';
+import { OutageBreaker } from '../renewal/breaker.js';
+import { capacityNeed, ConcurrencyController, type RequestOutcome } from '../renewal/concurrency.js';
 import type { LostReason, StopReason, WatchEvent } from './events.js';
 import { MinHeap, type HeapItem } from './heap.js';
 
@@ -31,7 +40,12 @@ export interface WatchTiming {
   everyMs: number;
   /** The longest any one request may take (--timeout); cut further to the time left. */
   requestTimeoutMs: number;
+  /** Requests in flight at the start; they adapt from there to what the broker takes. */
   concurrency: number;
+  /** The most ever in flight: --concurrency when given, else the watch's ceiling. Default: concurrency. */
+  maxConcurrency?: number;
+  /** --concurrency was given: the can't-keep-up warning says to raise it, not that the ceiling is reached. */
+  concurrencyGiven?: boolean;
 }
 
 export interface SchedulerObserver {
@@ -78,6 +92,8 @@ export interface WatchStatus {
   lastError: string | null;
   /** Local time of lastError. */
   lastErrorAt: number | null;
+  /** The broker's outage while one is on. */
+  outage?: { since: number; error: string | null; leases: number; nextProbeAt: number | null } | null;
 }
 
 /** Never later than this before a deadline: room for a slow answer and a retry or two. */
@@ -117,11 +133,49 @@ export function retryPolicy(everyMs: number): RetryPolicy {
  * How long to wait before retry number `attempt`: the backoff, but at most half the time left,
  * so several tries still fit before the deadline.
  */
-export function retryDelayMs(attempt: number, timeLeftMs: number, policy: RetryPolicy, random: () => number): number {
-  return Math.min(backoffMs(attempt, policy, random), Math.max(MIN_RETRY_DELAY_MS, Math.floor(timeLeftMs / 2)));
+export function retryDelayMs(
+  attempt: number,
+  timeLeftMs: number,
+  policy: RetryPolicy,
+  random: () => number,
+  error?: BrokerError,
+): number {
+  // The broker's Retry-After (429, 503) replaces the backoff, within the same bound.
+  const wanted =
+    error?.retryAfterMs === undefined
+      ? backoffMs(attempt, policy, random)
+      : Math.max(MIN_RETRY_DELAY_MS, error.retryAfterMs);
+  return Math.min(wanted, Math.max(MIN_RETRY_DELAY_MS, Math.floor(timeLeftMs / 2)));
 }
 
+/** Fails the way the whole broker does when it is down (contract, "watch": `outage`); a 429 is a limit, not that. */
+export function isOutage(error: unknown): error is BrokerError {
+  return isTransient(error) && (error as BrokerError).status !== 429;
+}
+
+/**
+ * Requests sent beyond what answers paid for, before the broker answers one of them: many leases
+ * may fall due at once with as many slots free, and a broker that went down meanwhile meets at
+ * most this many before the failures say so. Answers clock the rest, so a healthy broker soon
+ * fills every slot.
+ */
+const MAX_UNANSWERED = 16;
+
+/** After warning that the watch cannot keep up, warn again only once it has kept up this long. */
+const CAPACITY_QUIET_MS = 10 * 60_000;
+
 type Phase = 'waiting' | 'ready' | 'renewing' | 'ended';
+
+/**
+ * A lease's place in the line of due leases, keyed by its deadline. Equal deadlines (every lease
+ * before its first renewal: nothing is known yet) go in the order the leases were given, so a
+ * list of ids, oldest first, is renewed oldest first: `tieBreak` is the input position in steps
+ * of 1/1024 ms, two units of the last place of an epoch in ms, too small to reorder real deadlines.
+ */
+interface LineEntry extends HeapItem {
+  readonly lease: LeaseState;
+  readonly tieBreak: number;
+}
 
 interface LeaseState extends HeapItem {
   readonly leaseId: string;
@@ -140,14 +194,14 @@ interface LeaseState extends HeapItem {
   /** The broker's expiry of the last renewal, epoch ms on its clock, and as it wrote it. */
   expiresAtMs: number | null;
   expiresAt: string | null;
+  line: LineEntry;
 }
 
 export class RenewalScheduler {
   private readonly leases: LeaseState[];
   private readonly heap = new MinHeap<LeaseState>();
-  /** Due leases waiting for a free request slot, oldest first; entries may be stale. */
-  private ready: LeaseState[] = [];
-  private readyHead = 0;
+  /** Due leases waiting for a free request slot (or for the broker), least time left first. */
+  private readonly ready = new MinHeap<LineEntry>();
   private inFlight = 0;
   private watching: number;
   private renewals = 0;
@@ -161,6 +215,17 @@ export class RenewalScheduler {
   private lastError: string | null = null;
   private lastErrorAt: number | null = null;
   private warnedClock = false;
+  /** When people were last told the watch cannot keep up. */
+  private warnedCapacityAt: number | null = null;
+  private readonly concurrency: ConcurrencyController;
+  private readonly breaker: OutageBreaker;
+  /** The lease whose renewal is the outage's probe, while it is out. */
+  private probing: LeaseState | null = null;
+  /** Sent with no answer yet to any of them, since when (see MAX_UNANSWERED). */
+  private unanswered = 0;
+  private unansweredSince = 0;
+  /** When the last outage ended: renewals due before it are late for the outage, not for capacity. */
+  private recoveredAt = Number.NEGATIVE_INFINITY;
   private stopped = false;
   /** Leases held when stop() ended them. */
   private heldAtStop = 0;
@@ -178,23 +243,33 @@ export class RenewalScheduler {
     private readonly context: SchedulerContext,
     private readonly observer: SchedulerObserver,
   ) {
-    this.leases = leaseIds.map((leaseId) => ({
-      leaseId,
-      phase: 'waiting',
-      wakeAt: 0,
-      heapIndex: -1,
-      dueAt: 0,
-      deadline: 0,
-      renewedOnce: false,
-      attempt: 0,
-      expiresAtMs: null,
-      expiresAt: null,
-      lastError: null,
-    }));
+    this.leases = leaseIds.map((leaseId, index) => {
+      const lease: LeaseState = {
+        leaseId,
+        phase: 'waiting',
+        wakeAt: 0,
+        heapIndex: -1,
+        dueAt: 0,
+        deadline: 0,
+        renewedOnce: false,
+        attempt: 0,
+        expiresAtMs: null,
+        expiresAt: null,
+        lastError: null,
+        line: undefined as unknown as LineEntry,
+      };
+      lease.line = { lease, wakeAt: 0, heapIndex: -1, tieBreak: index / 1024 };
+      return lease;
+    });
     this.watching = this.leases.length;
     this.marginMs = safetyMarginMs(timing.seconds);
     this.policy = retryPolicy(timing.everyMs);
     this.random = context.random ?? Math.random;
+    this.concurrency = new ConcurrencyController(
+      { initial: timing.concurrency, ceiling: timing.maxConcurrency ?? timing.concurrency },
+      context.clock.now(),
+    );
+    this.breaker = new OutageBreaker(undefined, this.random);
     // Every request in flight listens to it, up to --concurrency of them.
     setMaxListeners(0, this.requests.signal);
   }
@@ -253,8 +328,8 @@ export class RenewalScheduler {
     let nextRenewalAt: number | null = null;
     const top = this.heap.peek();
     if (top && top.phase === 'waiting') nextRenewalAt = top.wakeAt;
-    if (this.readyHead < this.ready.length || (this.inFlight > 0 && nextRenewalAt === null))
-      nextRenewalAt = this.context.clock.now();
+    if (this.ready.size > 0 || (this.inFlight > 0 && nextRenewalAt === null)) nextRenewalAt = this.context.clock.now();
+    const since = this.breaker.since;
     return {
       watching: this.watching,
       held: this.countHeld(),
@@ -264,6 +339,10 @@ export class RenewalScheduler {
       nextRenewalAt,
       lastError: this.lastError,
       lastErrorAt: this.lastErrorAt,
+      outage:
+        since === null
+          ? null
+          : { since, error: this.breaker.error, leases: this.watching, nextProbeAt: this.breaker.nextProbeAt },
     };
   }
 
@@ -288,37 +367,39 @@ export class RenewalScheduler {
   /** Starts what is due, as far as free request slots allow; declares passed deadlines. */
   private dispatch(now: number): void {
     if (this.stopped) return;
-    while (this.inFlight < this.timing.concurrency && this.readyHead < this.ready.length) {
-      const lease = this.ready[this.readyHead++] as LeaseState;
-      if (lease.phase !== 'ready') continue;
-      this.heap.remove(lease);
-      if (now >= lease.deadline) this.expire(lease, now);
-      else this.send(lease, now);
-    }
-    // Drop the consumed front now and then: under sustained saturation the line never empties.
-    if (this.readyHead > 0 && (this.readyHead === this.ready.length || this.readyHead >= 1024)) {
-      this.ready = this.ready.slice(this.readyHead);
-      this.readyHead = 0;
-    }
     for (let top = this.heap.peek(); top && top.wakeAt <= now && !this.stopped; top = this.heap.peek()) {
       this.heap.remove(top);
       if (now >= top.deadline) {
         this.expire(top, now);
-      } else if (this.inFlight < this.timing.concurrency) {
-        this.send(top, now);
       } else {
-        // No slot: wait in line, and wake at the deadline to declare it if no slot comes.
+        // In line, least time left first; wake at the deadline to declare it if no slot comes.
         top.phase = 'ready';
-        this.ready.push(top);
+        this.ready.update(top.line, top.deadline + top.line.tieBreak);
         this.heap.update(top, top.deadline);
       }
     }
+    if (this.breaker.isOpen) {
+      // The broker is down: one probe at a time, the lease with the least time left.
+      const first = this.ready.peek();
+      if (first && !this.stopped && this.breaker.probeDue(now)) this.send(first.lease, now, true);
+      return;
+    }
+    for (let first = this.ready.peek(); first && !this.stopped; first = this.ready.peek()) {
+      if (this.inFlight >= this.concurrency.limit || this.unanswered >= MAX_UNANSWERED) break;
+      this.send(first.lease, now);
+    }
+  }
+
+  /** The next time something is due: a renewal, a deadline, or the outage's next probe. */
+  private nextWakeAt(): number {
+    const top = this.heap.peek();
+    const probeAt = this.ready.size > 0 ? this.breaker.nextProbeAt : null;
+    return Math.min(top ? top.wakeAt : Number.POSITIVE_INFINITY, probeAt ?? Number.POSITIVE_INFINITY);
   }
 
   private async sleepUntilDue(): Promise<void> {
     const { clock } = this.context;
-    const top = this.heap.peek();
-    const until = top ? top.wakeAt : Number.POSITIVE_INFINITY;
+    const until = this.nextWakeAt();
     const controller = new AbortController();
     this.sleep = { until, controller };
     try {
@@ -332,15 +413,23 @@ export class RenewalScheduler {
 
   /** Cuts the loop's sleep short when something is due before it would wake. */
   private wake(): void {
-    const top = this.heap.peek();
-    if (this.sleep && (this.stopped || this.watching === 0 || (top && top.wakeAt < this.sleep.until))) {
+    if (this.sleep && (this.stopped || this.watching === 0 || this.nextWakeAt() < this.sleep.until)) {
       this.sleep.controller.abort();
     }
   }
 
   // --- one renewal ---------------------------------------------------------------------------
 
-  private send(lease: LeaseState, now: number): void {
+  private send(lease: LeaseState, now: number, probe = false): void {
+    this.heap.remove(lease);
+    this.ready.remove(lease.line);
+    if (probe) {
+      this.probing = lease;
+      this.breaker.probeSent();
+    } else {
+      if (this.unanswered++ === 0) this.unansweredSince = now;
+      this.checkLateness(lease, now);
+    }
     lease.phase = 'renewing';
     this.inFlight++;
     const timeoutMs = Math.max(1, Math.min(this.timing.requestTimeoutMs, Math.floor(lease.deadline - now)));
@@ -352,12 +441,20 @@ export class RenewalScheduler {
 
   private settle(lease: LeaseState, sentAt: number, renewal: Renewal | null, error: unknown): void {
     this.inFlight--;
+    const probe = this.probing === lease;
+    if (probe) this.probing = null;
     try {
       if (lease.phase === 'renewing' && !this.stopped) {
         const now = this.context.clock.now();
-        if (renewal) this.renewed(lease, sentAt, now, renewal);
-        else this.failedAttempt(lease, now, error);
+        if (renewal) {
+          this.brokerAnswered(now, sentAt, 'answered');
+          this.renewed(lease, sentAt, now, renewal);
+        } else {
+          this.failedAttempt(lease, now, sentAt, error, probe);
+        }
         this.dispatch(now);
+      } else if (probe) {
+        this.breaker.probeDropped();
       }
     } catch (bug) {
       // Not an outcome: stop, and let run() reject with it instead of an unhandled rejection.
@@ -399,7 +496,7 @@ export class RenewalScheduler {
     });
   }
 
-  private failedAttempt(lease: LeaseState, now: number, error: unknown): void {
+  private failedAttempt(lease: LeaseState, now: number, sentAt: number, error: unknown, probe: boolean): void {
     this.lastErrorAt = now;
     if (error instanceof AuthError) {
       this.refused = error;
@@ -409,10 +506,21 @@ export class RenewalScheduler {
     if (!(error instanceof QueenctlError)) throw error;
     lease.lastError = error;
     this.lastError = error.message;
+    if (isOutage(error)) {
+      if (this.outageFailure(lease, now, sentAt, error, probe)) return;
+    } else {
+      this.brokerAnswered(now, sentAt, isTransient(error) ? 'overloaded' : 'answered');
+    }
     if (!this.retryable(lease, error)) return this.fail(lease, now, error.message, error.hint);
     lease.attempt++;
     const timeLeftMs = lease.deadline - now;
-    const delayMs = retryDelayMs(lease.attempt, timeLeftMs, this.policy, this.random);
+    const delayMs = retryDelayMs(
+      lease.attempt,
+      timeLeftMs,
+      this.policy,
+      this.random,
+      error instanceof BrokerError ? error : undefined,
+    );
     lease.phase = 'waiting';
     if (now + delayMs >= lease.deadline) {
       // No time for another try: wake at the deadline and declare it then.
@@ -429,6 +537,90 @@ export class RenewalScheduler {
       retryInMs: delayMs,
       remainingMs: lease.renewedOnce ? Math.max(0, Math.round(timeLeftMs)) : null,
     });
+  }
+
+  /**
+   * A failure the way an outage fails. True when the breaker is open (or opens now) and takes
+   * it over: the lease waits in line for the broker, with no retry or event of its own.
+   */
+  private outageFailure(lease: LeaseState, now: number, sentAt: number, error: BrokerError, probe: boolean): boolean {
+    if (!this.breaker.isOpen) {
+      this.concurrency.record({ sentAt, now, outcome: 'overloaded', waiting: this.ready.size > 0 });
+      if (!this.breaker.failed(lease.leaseId, error.message, now, this.watching)) return false;
+      this.observer.event({
+        event: 'outage',
+        at: this.at(now),
+        error: error.message,
+        leases: this.watching,
+        remainingMs: this.leastTimeLeftMs(now),
+      });
+    }
+    lease.attempt++;
+    // Back in line; declared at its deadline if the broker is not back by then.
+    lease.phase = 'ready';
+    this.ready.update(lease.line, lease.deadline + lease.line.tieBreak);
+    this.heap.update(lease, lease.deadline);
+    if (probe) {
+      const first = this.ready.peek() as LineEntry;
+      this.breaker.probeFailed(error.message, now, first.wakeAt - now, error.retryAfterMs);
+    }
+    return true;
+  }
+
+  /** The broker answered, or failed in a way an outage does not: it is up. */
+  private brokerAnswered(now: number, sentAt: number, outcome: RequestOutcome): void {
+    // An answer to a request sent before them pays for one more, no more: the broker may have
+    // gone down since it took that one.
+    this.unanswered = sentAt >= this.unansweredSince ? 0 : Math.max(0, this.unanswered - 1);
+    const downMs = this.breaker.answered(now, sentAt);
+    if (downMs !== null) {
+      this.recoveredAt = now;
+      this.observer.event({
+        event: 'recovered',
+        at: this.at(now),
+        downMs: Math.round(downMs),
+        leases: this.ready.size,
+      });
+    }
+    if (this.concurrency.record({ sentAt, now, outcome, waiting: this.ready.size > 0 })) this.checkCapacity(now);
+  }
+
+  /** The least time a renewed lease has left; null before any renewal. */
+  private leastTimeLeftMs(now: number): number | null {
+    const earliest = this.status().earliestDeadline;
+    return earliest === null ? null : Math.max(0, Math.round(earliest - now));
+  }
+
+  /** Even the ceiling at the latency seen lately cannot renew every lease before it expires. */
+  private checkCapacity(now: number): void {
+    const capacity = this.concurrency.capacityPerSecond();
+    if (capacity === null) return;
+    const need = capacityNeed(this.watching, this.timing.everyMs, this.timing.seconds, this.marginMs);
+    if (capacity < need.neededPerSecond) this.warnCapacity(now, capacity);
+  }
+
+  /** A renewal leaving with less than half its safety margin, at the ceiling: seen, not estimated. */
+  private checkLateness(lease: LeaseState, now: number): void {
+    if (!lease.renewedOnce || lease.attempt > 0 || lease.dueAt < this.recoveredAt || !this.concurrency.atCeiling)
+      return;
+    if (lease.deadline - now < this.marginMs / 2) this.warnCapacity(now, this.concurrency.answersPerSecond);
+  }
+
+  private warnCapacity(now: number, givesPerSecond: number | null): void {
+    const quiet = this.warnedCapacityAt === null || now - this.warnedCapacityAt >= CAPACITY_QUIET_MS;
+    this.warnedCapacityAt = now;
+    if (!quiet) return;
+    const { everyMs, seconds, concurrencyGiven } = this.timing;
+    this.observer.warn(
+      cannotKeepUpWarning({
+        ...capacityNeed(this.watching, everyMs, seconds, this.marginMs),
+        everyMs,
+        givesPerSecond,
+        latencyMs: this.concurrency.latencyMs,
+        ceiling: this.concurrency.ceiling,
+        concurrencyGiven: concurrencyGiven ?? true,
+      }),
+    );
   }
 
   /**
@@ -466,6 +658,7 @@ export class RenewalScheduler {
   private finish(lease: LeaseState): void {
     lease.phase = 'ended';
     this.heap.remove(lease);
+    this.ready.remove(lease.line);
     this.watching--;
   }
 

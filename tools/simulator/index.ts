@@ -31,3 +31,4 @@ export {
   type SimulatorStats,
 } from './server.js';
 export { isoMicros, isoMillis } from './wire.js';
+export { startTcpFront, type TcpFront } from './tcp-front.js';

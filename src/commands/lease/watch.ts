@@ -32,6 +32,7 @@ import {
   type WatchRenderer,
 } from '../../output/watch.js';
 import { errorMessage } from '../../output/words.js';
+import { CONCURRENCY_CEILING } from '../../renewal/concurrency.js';
 import type { WatchEvent } from '../../renewal/events.js';
 import { RenewalScheduler, defaultEveryMs, safetyMarginMs, type WatchSummary } from '../../renewal/scheduler.js';
 import { launchInProcessGroup } from '../../watch/process-group.js';
@@ -50,6 +51,8 @@ export interface WatchOptions {
   killAfterMs: number;
   requestTimeoutMs: number;
   concurrency: number;
+  /** --concurrency was given: the most in flight; else the watch adapts up to its own ceiling. */
+  concurrencyGiven?: boolean;
   /** What followed `--`: the command and its arguments; null without one. */
   command: readonly string[] | null;
   output: WatchOutputMode;
@@ -146,6 +149,7 @@ Examples:
             killAfterMs: options.killAfter,
             requestTimeoutMs: settings.timeoutMs,
             concurrency: settings.concurrency,
+            concurrencyGiven: settings.concurrencyGiven,
             command: after,
             output,
             tokenOnCommandLine: settings.tokenOnCommandLine,
@@ -224,6 +228,8 @@ class Watch {
         everyMs: this.everyMs,
         requestTimeoutMs: options.requestTimeoutMs,
         concurrency: options.concurrency,
+        maxConcurrency: options.concurrencyGiven === false ? CONCURRENCY_CEILING : options.concurrency,
+        concurrencyGiven: options.concurrencyGiven !== false,
       },
       { client: runtime.client, clock: runtime.clock },
       { event: (event) => this.onEvent(event), warn: (text) => this.renderer.warn(text) },
