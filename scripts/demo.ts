@@ -100,9 +100,24 @@ esac`,
   await run(`queenctl lease extend ${batch[1]} lost-lease-id -o wide`, env);
   sim.setShape('documented');
 
+  sim.mint({ queue: 'orders', partitions: [{ partition: 'p6' }, { partition: 'p7' }], seconds: 40 });
+  sim.mint({ queue: 'orders', group: 'billing', partitions: [{ partition: 'p7' }], seconds: 300 });
+  sim.mint({ queue: 'invoices', partitions: [{ partition: 'x' }], seconds: 20 });
+  step(
+    '7. Find the lease that holds a partition',
+    'Partition p7 of orders has not moved: list names its holders by group (the broker has no lease listing, ' +
+      'its consumer groups name each partition holder), --expiry adds the time left without shortening it.',
+  );
+  await run('queenctl lease list --queue orders --partition p7 --expiry -o table', env);
+  step(
+    '8. Extend everything on a queue before a maintenance window',
+    '-o name prints the lease ids alone, one per line: what extend -, inspect - and watch - read.',
+  );
+  await run('queenctl lease list --queue orders -o name | queenctl lease extend - --seconds 600 -o table', env);
+
   const job = sim.mint({ partitions: 2, seconds: 6 });
   step(
-    '7. Keep a lease alive around a job',
+    '9. Keep a lease alive around a job',
     "watch renews on a timer and starts the command only once the lease is renewed; its exit status is queenctl's.",
   );
   await run(
@@ -112,7 +127,7 @@ esac`,
 
   const doomed = sim.mint({ seconds: 6 });
   step(
-    '8. A lease lost in the middle of a job',
+    '10. A lease lost in the middle of a job',
     'Another worker acks the batch after 2 s: watch sees renewed 0, stops the job (SIGTERM to its process group) and exits 4.',
   );
   const release = setTimeout(() => sim.release(doomed), 2_000);

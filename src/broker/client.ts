@@ -10,6 +10,14 @@
  */
 import { systemClock, type Clock } from '../clock.js';
 import { BrokerError, QueenctlError, UsageError } from '../exit.js';
+import {
+  GROUPS_PATH,
+  groupPath,
+  parseGroupList,
+  parseGroupPartitions,
+  type GroupQueue,
+  type PartitionHolder,
+} from './consumer-groups.js';
 import { excerpt, parseRenewal, type RawAnswer, type Renewal } from './contract.js';
 import { TransportFailure, type Transport } from './transport.js';
 
@@ -34,6 +42,12 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
+/**
+ * A busy group lists every partition it ever consumed (docs/broker.md): thousands of rows of
+ * about 170 bytes. The transport's 1 MiB cap, right for a renewal, would cut such a listing off.
+ */
+const LISTING_MAX_BYTES = 64 * 1024 * 1024;
+
 interface Replica {
   url: string;
   origin: string;
@@ -52,6 +66,8 @@ interface Call<T> {
   answer: string;
   /** The answer as a result, or a QueenctlError (one with a 5xx status goes on to the next replica). */
   judge: (answer: RawAnswer, server: string) => T;
+  /** A cap on the answer's size other than the transport's. */
+  maxBodyBytes?: number;
 }
 
 /** One try of a request on one replica. */
@@ -118,6 +134,36 @@ export class BrokerClient {
         doing: 'renew',
         answer: 'a lease renewal',
         judge: (answer, server) => parseRenewal(leaseId, answer, server),
+      },
+      options,
+    );
+  }
+
+  /** GET /api/v1/consumer-groups: every (group, queue) the broker knows (docs/broker.md). */
+  async consumerGroups(options: RequestOptions = {}): Promise<GroupQueue[]> {
+    return this.request(
+      {
+        method: 'GET',
+        path: GROUPS_PATH,
+        doing: 'list its consumer groups',
+        answer: 'a list of consumer groups',
+        judge: parseGroupList,
+        maxBodyBytes: LISTING_MAX_BYTES,
+      },
+      options,
+    );
+  }
+
+  /** GET /api/v1/consumer-groups/:group: each partition of the group with its holder. */
+  async consumerGroup(group: string, options: RequestOptions = {}): Promise<PartitionHolder[]> {
+    return this.request(
+      {
+        method: 'GET',
+        path: groupPath(group),
+        doing: `list consumer group ${JSON.stringify(group)}`,
+        answer: "a consumer group's partitions",
+        judge: (answer, server) => parseGroupPartitions(group, answer, server),
+        maxBodyBytes: LISTING_MAX_BYTES,
       },
       options,
     );
@@ -218,6 +264,7 @@ export class BrokerClient {
           path,
           headers: call.body === undefined ? this.headers : this.jsonHeaders,
           body: call.body,
+          maxBodyBytes: call.maxBodyBytes,
           signal: share?.signal ?? request.signal,
         }),
       );

@@ -63,7 +63,7 @@ function brokerErrorText(body: string): string | undefined {
   return undefined;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
@@ -86,7 +86,27 @@ export function retryAfterMs(headers: RawAnswer['headers']): number | undefined 
  * the route document's status table: a renewal takes the later of two deadlines, so repeating
  * one never shortens a lease.
  */
-function statusError(answer: RawAnswer, server: string): AuthError | BrokerError {
+/** What a route's failures are called: the renewal's words unless a route says otherwise. */
+export interface RouteWords {
+  /** "the renewal", "the listing of consumer groups" */
+  action: string;
+  /** What a 403 means for this route. */
+  roleHint: string;
+  /** "lease route", "consumer-group route": what a 404 says the server lacks. */
+  route: string;
+}
+
+const RENEWAL_WORDS: RouteWords = {
+  action: 'the renewal',
+  roleHint: 'extending a lease needs a token with the read-write role',
+  route: 'lease route',
+};
+
+export function statusError(
+  answer: RawAnswer,
+  server: string,
+  words: RouteWords = RENEWAL_WORDS,
+): AuthError | BrokerError {
   const { status, body } = answer;
   const said = brokerErrorText(body);
   const saidText = said !== undefined ? `: ${said}` : body ? `: ${excerpt(body)}` : '';
@@ -98,11 +118,7 @@ function statusError(answer: RawAnswer, server: string): AuthError | BrokerError
     );
   }
   if (status === 403) {
-    return new AuthError(
-      `the broker refused the renewal (HTTP 403${saidText})`,
-      status,
-      'extending a lease needs a token with the read-write role',
-    );
+    return new AuthError(`the broker refused ${words.action} (HTTP 403${saidText})`, status, words.roleHint);
   }
   if (status >= 300 && status < 400) {
     const location = header(answer.headers, 'location');
@@ -115,7 +131,7 @@ function statusError(answer: RawAnswer, server: string): AuthError | BrokerError
   }
   if (status === 404) {
     return new BrokerError(
-      `${server} has no lease route (HTTP 404): is it a Queen broker?`,
+      `${server} has no ${words.route} (HTTP 404): is it a Queen broker?`,
       false,
       'check --server, QUEEN_SERVER or the context',
       status,

@@ -21,6 +21,8 @@ export interface TransportRequest {
   path: string;
   headers: Readonly<Record<string, string>>;
   body?: string | undefined;
+  /** This route's cap on the answer's size, when it is not the transport's (a long listing). */
+  maxBodyBytes?: number | undefined;
   /** Ends the request: the caller's deadline, or its stop. */
   signal: AbortSignal;
 }
@@ -105,7 +107,7 @@ export class UndiciTransport implements Transport {
       return {
         status: response.statusCode,
         headers: pickHeaders(response.headers),
-        body: await this.readCapped(response.body),
+        body: await this.readCapped(response.body, request.maxBodyBytes),
       };
     } catch (error) {
       if (error instanceof TransportFailure || request.signal.aborted) throw error;
@@ -150,15 +152,15 @@ export class UndiciTransport implements Transport {
     return this.agentReady;
   }
 
-  private async readCapped(body: Dispatcher.ResponseData['body']): Promise<string> {
+  private async readCapped(body: Dispatcher.ResponseData['body'], maxBytes = this.maxBodyBytes): Promise<string> {
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of body) {
       const buffer = chunk as Buffer;
       size += buffer.length;
-      if (size > this.maxBodyBytes) {
+      if (size > maxBytes) {
         body.destroy();
-        throw new TransportFailure('too-large', `larger than ${this.maxBodyBytes} bytes`);
+        throw new TransportFailure('too-large', `larger than ${maxBytes} bytes`);
       }
       chunks.push(buffer);
     }

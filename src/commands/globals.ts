@@ -58,7 +58,10 @@ export function addGlobalOptions(program: Command): Command {
     .option('--context <name>', 'context of the config file to use (env QUEEN_CONTEXT)')
     .option('--config <path>', 'config file (env QUEEN_CONFIG; default ~/.queen/config.yaml)')
     .addOption(
-      new Option('-o, --output <format>', 'table|wide|json|ndjson|yaml (default: table on a terminal, else json)'),
+      new Option(
+        '-o, --output <format>',
+        'table|wide|json|ndjson|yaml|name (default: table on a terminal, else json; name: lease ids alone)',
+      ),
     )
     .addOption(
       new Option('--timeout <duration>', 'deadline of one HTTP request: 250ms, 10s, 1m')
@@ -134,7 +137,7 @@ export interface LocalRuntime {
 export interface GlobalContext {
   run(
     command: Command,
-    verb: (runtime: Runtime, settings: Settings, process: VerbProcess) => Promise<number>,
+    verb: (runtime: Runtime<BrokerClient>, settings: Settings, process: VerbProcess) => Promise<number>,
     options?: RunOptions,
   ): Promise<void>;
   runLocal(command: Command, verb: (runtime: LocalRuntime) => Promise<ExitCode>): Promise<void>;
@@ -233,7 +236,12 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
           tokenOnCommandLine: flags.token !== undefined,
         };
         const { env, argvAfterDashDash, relaySignals } = ports;
-        const runtime: Runtime = { io, client, clock: options.clock ?? systemClock, signal: ports.signal };
+        const runtime: Runtime<BrokerClient> = {
+          io,
+          client,
+          clock: options.clock ?? systemClock,
+          signal: ports.signal,
+        };
         ports.setExitCode(await verb(runtime, settings, { env, argvAfterDashDash, relaySignals }));
       } catch (error) {
         // cli.ts prints what escapes a verb on the raw stderr: scrub it here.

@@ -3,9 +3,10 @@ import type { BrokerClient } from '../broker/client.js';
 import type { Clock } from '../clock.js';
 import type { IO } from '../io.js';
 
-export interface Runtime {
+/** `client` is what a verb uses of the broker; the real one (globals.ts) has every route. */
+export interface Runtime<Client = Pick<BrokerClient, 'extend' | 'server'>> {
   io: IO;
-  client: Pick<BrokerClient, 'extend' | 'server'>;
+  client: Client;
   clock: Clock;
   /** Aborted by SIGINT/SIGTERM: verbs stop issuing requests and report what was done. */
   signal: AbortSignal;

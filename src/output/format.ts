@@ -4,7 +4,7 @@
  */
 import { UsageError } from '../exit.js';
 
-export const OUTPUT_FORMATS = ['table', 'wide', 'json', 'ndjson', 'yaml'] as const;
+export const OUTPUT_FORMATS = ['table', 'wide', 'json', 'ndjson', 'yaml', 'name'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 export function resolveFormat(flag: string | undefined, stdoutIsTTY: boolean): OutputFormat {

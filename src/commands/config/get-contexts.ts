@@ -74,6 +74,10 @@ export async function runGetContexts(runtime: LocalRuntime): Promise<ExitCode> {
     }
   }
   if (format === null) return ExitCode.Ok;
+  if (format === 'name') {
+    if (records.length > 0) await write(io.stdout, `${records.map((record) => record.name).join('\n')}\n`);
+    return ExitCode.Ok;
+  }
   if (isMachineFormat(format)) {
     const sink = await recordSink<ContextRecord>(io.stdout, format, false);
     for (const record of records) await sink.add(record);

@@ -4,7 +4,7 @@
  */
 import { configPathFor, parseConfigDocument, readConfigText } from '../../config/file.js';
 import { redactData, redactValue } from '../../config/redact.js';
-import { ExitCode } from '../../exit.js';
+import { ExitCode, UsageError } from '../../exit.js';
 import { write } from '../../io.js';
 import type { LocalRuntime } from '../globals.js';
 
@@ -20,6 +20,7 @@ export async function runView(runtime: LocalRuntime): Promise<ExitCode> {
     );
   }
   if (format === null) return ExitCode.Ok;
+  if (format === 'name') throw new UsageError('config view prints the file: use -o yaml or -o json, not -o name');
   const yaml = await import('yaml');
   const document = text === null ? new yaml.Document({}) : (await parseConfigDocument(path, text)).document;
   // Redacted in the document itself, so the view keeps the file's comments and order.

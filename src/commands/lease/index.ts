@@ -6,13 +6,14 @@ import { Command } from 'commander';
 import type { GlobalContext } from '../globals.js';
 import { extendCommand } from './extend.js';
 import { inspectCommand } from './inspect.js';
+import { listCommand } from './list.js';
 import { watchCommand } from './watch.js';
 
-const VERBS: Array<(globals: GlobalContext) => Command> = [extendCommand, inspectCommand, watchCommand];
+const VERBS: Array<(globals: GlobalContext) => Command> = [extendCommand, inspectCommand, listCommand, watchCommand];
 
 export function leaseCommand(globals: GlobalContext): Command {
   const lease = new Command('lease')
-    .description('extend, inspect and watch broker leases')
+    .description('extend, inspect, list and watch broker leases')
     .showHelpAfterError('(add --help for usage)')
     .addHelpText(
       'after',
@@ -20,6 +21,7 @@ export function leaseCommand(globals: GlobalContext): Command {
 Examples:
   queenctl lease extend "$LEASE" --seconds 120
   queenctl lease inspect "$LEASE" -o json
+  queenctl lease list --queue orders --partition p7
   queenctl lease watch "$LEASE" -- ./process-batch.sh`,
     );
   // As lease.command() would: a verb built on its own takes the group's settings (help after an error).

@@ -84,6 +84,11 @@ export async function runLeaseRequests<R extends object>(
       }
       // A single lease that failed prints nothing on stdout: nothing there may look like success.
       if (source.single && 'error' in outcome) return;
+      // -o name passes on the ids of the leases that are held, for the next command of a pipe.
+      if (format === 'name') {
+        if (outcome.code === ExitCode.Ok) await write(io.stdout, `${outcome.leaseId}\n`);
+        return;
+      }
       printed++;
       if (sink) await sink.add(view.record(outcome, clock.now()));
       else if (format) rows.push(view.row(outcome, wide, clock.now(), style));

@@ -127,6 +127,12 @@ Examples:
           // Commander puts what follows `--` among the operands: it is the command, not lease ids.
           const after = proc.argvAfterDashDash;
           const leaseIds = after === null ? operands : operands.slice(0, Math.max(0, operands.length - after.length));
+          if (settings.format === 'name') {
+            throw new UsageError(
+              '-o name prints lease ids, and watch prints events',
+              'use -o ndjson for one event per line, or lease list -o name to find lease ids',
+            );
+          }
           const output = watchOutputMode({
             format: settings.format,
             outputGiven: settings.outputGiven,

@@ -1,0 +1,307 @@
+/**
+ * `queenctl lease list`: the leases that are held, by consumer group, queue and partition, for
+ * the operator who knows where the trouble is but not the lease id (docs/cli-contract.md#lease-list).
+ * The broker has no route that lists leases; its consumer-group routes name each partition's
+ * holder (docs/broker.md#consumer-groups), and `--expiry` asks each lease the way `inspect` does.
+ */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { leaseIdSource } from '../../args.js';
+import {
+  QUEUE_MODE_GROUP,
+  heldLeases,
+  type GroupQueue,
+  type HeldLease,
+  type PartitionHolder,
+} from '../../broker/consumer-groups.js';
+import { withRetries, type RetryPolicy } from '../../broker/retry.js';
+import type { Clock } from '../../clock.js';
+import { AuthError, ExitCode } from '../../exit.js';
+import { write, type IO } from '../../io.js';
+import { formatDuration } from '../../output/duration.js';
+import { isMachineFormat, type OutputFormat } from '../../output/format.js';
+import { recordSink } from '../../output/records.js';
+import { loadStyle, type Style } from '../../output/style.js';
+import { renderTable } from '../../output/table.js';
+import { renewAll, type RenewAllContext } from '../../renewal/renew-all.js';
+import type { GlobalContext } from '../globals.js';
+import type { Runtime } from '../runtime.js';
+import { INSPECT_SECONDS, inspectRecord } from './inspect.js';
+import { durationOption, exitCodesHelp, retriesOption } from './options.js';
+
+/** Repeatable flags: every value given, in order. */
+const collect = (value: string, previous: string[] = []): string[] => {
+  if (value.trim() === '') throw new InvalidArgumentError('a name cannot be empty');
+  return [...previous, value];
+};
+
+export function listCommand(globals: GlobalContext): Command {
+  return new Command('list')
+    .description('find the leases that are held, by consumer group, queue and partition')
+    .addOption(
+      new Option('--group <name>', 'only this consumer group (repeatable; __QUEUE_MODE__ for queue mode)').argParser(
+        collect,
+      ),
+    )
+    .addOption(new Option('--queue <name>', 'only this queue (repeatable)').argParser(collect))
+    .addOption(new Option('--partition <name>', 'only leases holding this partition (repeatable)').argParser(collect))
+    .option('--all', 'also holders whose lease expired but whose id the broker still records (live: false)')
+    .option('--expiry', 'add expiresAt, remainingMs and held, probed as inspect does (needs the read-write role)')
+    .addOption(
+      durationOption('--expiring-within <duration>', 'only leases that expire within this long (implies --expiry)'),
+    )
+    .addOption(retriesOption())
+    .addHelpText(
+      'after',
+      `
+How it works: the broker has no route that lists leases, but its consumer-group routes name the
+lease id holding each partition. list reads GET /api/v1/consumer-groups (unless --group names the
+groups) and GET /api/v1/consumer-groups/<group> for each, which a read-only token may do. One row
+per lease id, its partitions gathered; filters of one kind match any value, different kinds all.
+A partition released by an ack, or never leased, has no holder and is never listed.
+
+--expiry asks the extend route for one second per lease, as inspect does: a live lease keeps its
+deadline. That needs the read-write role; a read-only token exits 3.
+
+${exitCodesHelp({
+  ok: 'the listing worked (also when it found nothing)',
+  broker: 'broker error: unreachable, timed out, 5xx, an answer outside the contract, or a probe failed',
+  notHeld: 'not used: a lease found gone is listed with live: false',
+})}
+
+Examples:
+  queenctl lease list --queue orders --partition p7
+  queenctl lease list --group billing --expiry
+  queenctl lease list --expiring-within 10m -o json
+  queenctl lease list --queue orders -o name | queenctl lease extend - --seconds 600
+  queenctl lease list --group billing -o name | queenctl lease watch - -- ./nightly-reprocess.sh`,
+    )
+    .action(async (options: ListFlags, command: Command) => {
+      await globals.run(command, (runtime, settings) =>
+        runList(
+          {
+            groups: options.group ?? [],
+            queues: options.queue ?? [],
+            partitions: options.partition ?? [],
+            all: Boolean(options.all),
+            expiry: Boolean(options.expiry) || options.expiringWithin !== undefined,
+            expiringWithinMs: options.expiringWithin,
+            retry: { ...settings.retry, retries: options.retries },
+            concurrency: settings.concurrency,
+            format: settings.format,
+            noHeaders: settings.noHeaders,
+          },
+          runtime,
+        ),
+      );
+    });
+}
+
+interface ListFlags {
+  group?: string[];
+  queue?: string[];
+  partition?: string[];
+  all?: boolean;
+  expiry?: boolean;
+  expiringWithin?: number;
+  retries: number;
+}
+
+export interface ListOptions {
+  /** --group: read these groups only; empty: every group the broker lists. */
+  groups: readonly string[];
+  queues: readonly string[];
+  partitions: readonly string[];
+  all: boolean;
+  /** --expiry, or implied by --expiring-within. */
+  expiry: boolean;
+  expiringWithinMs: number | undefined;
+  retry: RetryPolicy;
+  concurrency: number;
+  /** null: print no results (-q without -o). */
+  format: OutputFormat | null;
+  noHeaders: boolean;
+}
+
+export interface ListClient extends Pick<RenewAllContext['client'], 'extend'> {
+  consumerGroups(options: { signal: AbortSignal }): Promise<GroupQueue[]>;
+  consumerGroup(group: string, options: { signal: AbortSignal }): Promise<PartitionHolder[]>;
+}
+
+export type ListRuntime = Runtime<ListClient>;
+
+/** One record of `lease list -o json`; the expiry keys only with --expiry. */
+export interface ListRecord extends HeldLease {
+  expiresAt?: string | null;
+  remainingMs?: number | null;
+  held?: number | null;
+  /** Why the expiry is unknown: the probe of this lease failed. */
+  error?: string;
+}
+
+/** The table's PARTITIONS column: a long list shortened, so one lease stays one line. */
+export function partitionSummary(partitions: readonly string[], shown = 3): string {
+  if (partitions.length <= shown + 1) return partitions.join(', ');
+  return `${partitions.slice(0, shown).join(', ')}, +${partitions.length - shown} more`;
+}
+
+export function groupLabel(group: string): string {
+  return group === QUEUE_MODE_GROUP ? '(queue mode)' : group;
+}
+
+/** Runs `fetch` over `items` with at most `limit` at once, results in input order. */
+async function mapBounded<T, R>(items: readonly T[], limit: number, fetch: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fetch(items[index] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+/** Every holder the filters can select: the groups' partitions, fetched as few as the filters allow. */
+async function readHolders(options: ListOptions, runtime: ListRuntime): Promise<PartitionHolder[]> {
+  const { client, clock, signal } = runtime;
+  const retrying = <T>(request: () => Promise<T>): Promise<T> => withRetries(request, options.retry, { clock, signal });
+  let groups = [...new Set(options.groups)];
+  if (groups.length === 0) {
+    const known = await retrying(() => client.consumerGroups({ signal }));
+    // A group none of whose queues is asked for need not be read.
+    const wanted = (entry: GroupQueue): boolean => options.queues.length === 0 || options.queues.includes(entry.queue);
+    groups = [...new Set(known.filter(wanted).map((entry) => entry.group))];
+  }
+  const perGroup = await mapBounded(groups, options.concurrency, (group) =>
+    retrying(() => client.consumerGroup(group, { signal })),
+  );
+  return perGroup.flat();
+}
+
+/** What a read-only token cannot do: the probe is a renewal of one second. */
+function probeRefused(error: AuthError): AuthError {
+  return new AuthError(
+    `--expiry could not probe the leases: ${error.message}`,
+    error.status,
+    error.status === 403
+      ? 'listing needs the read-only role, but --expiry asks the extend route for one second, which needs the ' +
+          'read-write role: drop --expiry, or use a token with the read-write role'
+      : error.hint,
+  );
+}
+
+/**
+ * Adds expiresAt, remainingMs and held, exactly as `inspect` gets them (the one-second probe,
+ * through the same bulk engine, so thousands of leases are probed concurrently).
+ */
+async function probeExpiry(records: ListRecord[], options: ListOptions, runtime: ListRuntime): Promise<boolean> {
+  const byId = new Map<string, ListRecord[]>();
+  for (const record of records) byId.set(record.leaseId, [...(byId.get(record.leaseId) ?? []), record]);
+  const source = leaseIdSource([...byId.keys()], () => runtime.io.stdin);
+  let refused: AuthError | null = null;
+  let failed = false;
+  const summary = await renewAll(
+    source,
+    { seconds: INSPECT_SECONDS, retry: options.retry, concurrency: options.concurrency },
+    runtime,
+    async (outcome) => {
+      const probed = inspectRecord(outcome, runtime.clock.now());
+      if ('error' in outcome) {
+        if (outcome.error instanceof AuthError) refused ??= outcome.error;
+        failed = true;
+      }
+      for (const record of byId.get(outcome.leaseId) ?? []) {
+        // Found gone by the probe: not live, whatever the listing said a moment before.
+        if (probed.live !== null) record.live = probed.live;
+        record.expiresAt = probed.expiresAt;
+        record.remainingMs = probed.remainingMs;
+        record.held = probed.held;
+        if (probed.error !== undefined) record.error = probed.error;
+      }
+    },
+  );
+  if (refused) throw probeRefused(refused);
+  return failed || summary.stoppedBy !== null;
+}
+
+function describeFilters(options: ListOptions): string {
+  const parts: string[] = [];
+  const named = (what: string, values: readonly string[]): void => {
+    if (values.length > 0) parts.push(`${what} ${values.join(' or ')}`);
+  };
+  named('group', options.groups.map(groupLabel));
+  named('queue', options.queues);
+  named('partition', options.partitions);
+  if (options.expiringWithinMs !== undefined) parts.push(`expiring within ${formatDuration(options.expiringWithinMs)}`);
+  return parts.length > 0 ? ` (${parts.join(', ')})` : '';
+}
+
+function tableRow(record: ListRecord, options: ListOptions, wide: boolean, style: Style): string[] {
+  const live = record.live ? style.ok('yes') : style.bad('NO');
+  const row = [
+    record.leaseId,
+    groupLabel(record.consumerGroup),
+    record.queue,
+    wide ? record.partitions.join(', ') : partitionSummary(record.partitions),
+    live,
+  ];
+  if (!options.expiry) return row;
+  const remaining =
+    record.remainingMs === null || record.remainingMs === undefined
+      ? record.error
+        ? style.bad('error')
+        : '-'
+      : formatDuration(record.remainingMs);
+  return [...row, record.expiresAt ?? '-', remaining];
+}
+
+function headers(options: ListOptions): string[] {
+  const base = ['LEASE ID', 'GROUP', 'QUEUE', 'PARTITIONS', 'LIVE'];
+  return options.expiry ? [...base, 'EXPIRES AT', 'REMAINING'] : base;
+}
+
+export async function runList(options: ListOptions, runtime: ListRuntime): Promise<ExitCode> {
+  const { io } = runtime;
+  const holders = await readHolders(options, runtime);
+  let records: ListRecord[] = heldLeases(holders, options);
+  let code: ExitCode = ExitCode.Ok;
+  if (options.expiry && records.length > 0) {
+    if (await probeExpiry(records, options, runtime)) code = ExitCode.Broker;
+  }
+  const within = options.expiringWithinMs;
+  if (within !== undefined) {
+    // A lease whose probe failed stays: its expiry is unknown, and dropping it would hide it.
+    records = records.filter((record) =>
+      record.error !== undefined ? true : record.live && record.remainingMs != null && record.remainingMs <= within,
+    );
+  }
+  const { format } = options;
+  if (format === 'name') {
+    const ids = [...new Set(records.map((record) => record.leaseId))];
+    if (ids.length > 0) await write(io.stdout, `${ids.join('\n')}\n`);
+  } else if (isMachineFormat(format)) {
+    const sink = await recordSink<ListRecord>(io.stdout, format, false);
+    for (const record of records) await sink.add(record);
+    await sink.end();
+  } else if (format && records.length > 0) {
+    const wide = format === 'wide';
+    const style = await loadStyle(io.color);
+    const rows = records.map((record) => tableRow(record, options, wide, style));
+    await write(io.stdout, await renderTable({ headers: headers(options), rows, noHeaders: options.noHeaders }));
+  }
+  if (records.length === 0 && !io.quiet) {
+    const which = options.all ? 'no leases, held or stale, were found' : 'no held leases were found';
+    await write(io.stderr, `queenctl: ${which}${describeFilters(options)}\n`);
+  }
+  const failed = records.filter((record) => record.error !== undefined);
+  if (failed.length > 0) {
+    const first = failed[0] as ListRecord;
+    await write(
+      io.stderr,
+      `queenctl: the expiry of ${failed.length} of ${records.length} leases is unknown: ` +
+        `the probe failed (${first.leaseId}: ${first.error}); rerun once the broker answers\n`,
+    );
+  }
+  return code;
+}
