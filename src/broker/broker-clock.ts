@@ -1,5 +1,5 @@
 /**
- * The broker's clock decides when a lease expires (PostgreSQL's now(), BROKER-FACTS.md), so
+ * The broker's clock decides when a lease expires (PostgreSQL's now(), docs/broker.md#broker-clock), so
  * time left is measured on it, never on the local clock. Two sources give its time:
  *
  * - a renewal that moved the deadline set it to exactly brokerNow + seconds, so
@@ -46,7 +46,7 @@ export function remainingMs(expiresAtMs: number, localNowMs: number, clock: Brok
 }
 
 /**
- * The broker writes PostgreSQL's local time with a literal Z (BROKER-FACTS.md). A renewal
+ * The broker writes PostgreSQL's local time with a literal Z (docs/broker.md#expiry-time-zone). A renewal
  * never leaves a deadline earlier than brokerNow + seconds, so an expiry well before that,
  * by the broker's own Date header, means the database does not run in UTC.
  */
@@ -68,7 +68,7 @@ export function timeZoneSuspicion(renewal: Renewal, requestedSeconds: number): s
 
 /**
  * How far the Date header may sit behind the broker's clock: whole seconds, truncated, and
- * cached for up to a second (BROKER-FACTS.md).
+ * cached for up to a second (docs/broker.md#date-header-lag).
  */
 const DATE_HEADER_LAG_MS = 2_000;
 

@@ -1,7 +1,7 @@
 /**
  * The renewal rules, in one place: how an answer of POST /api/v1/lease/:leaseId/extend becomes
- * a RenewalResult, or a typed error. The route document (lease-extend-route.md) is the
- * reference; BROKER-FACTS.md adds the older array shape this module also accepts.
+ * a RenewalResult, or a typed error. docs/broker.md#answer-shapes is the
+ * reference: the documented object, and the older array shape this module also accepts.
  *
  * The rule that matters most: `renewed` decides. HTTP 200 and `success: true` are never taken
  * as evidence that a lease was renewed.
@@ -83,7 +83,7 @@ export function retryAfterMs(headers: RawAnswer['headers']): number | undefined 
 
 /**
  * Judges a non-200 answer. Which failures are transient (safe and useful to retry) follows
- * the route document's status table: a renewal takes the later of two deadlines, so repeating
+ * the outcome table of docs/broker.md: a renewal takes the later of two deadlines, so repeating
  * one never shortens a lease.
  */
 /** What a route's failures are called: the renewal's words unless a route says otherwise. */
@@ -174,7 +174,7 @@ function outsideContract(what: string, body: string): BrokerError {
 }
 
 /**
- * An ISO-8601 instant as both brokers write it (route document: microseconds; BROKER-FACTS.md:
+ * An ISO-8601 instant as both brokers write it (docs/broker.md#documented-object: microseconds; #array-shape:
  * milliseconds), with a zone. Date.parse alone would take "1" or "July 4" for a date.
  */
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
@@ -205,7 +205,7 @@ function parseDocumented(
     );
   }
   const expiries = EXPIRY_KEYS.map((key) => timestamp(answer[key], key, body));
-  // The route document says the three keys carry one value; if they do not, nothing
+  // docs/broker.md#documented-object says the three keys carry one value; if they do not, nothing
   // trustworthy is left to schedule the next renewal on.
   if (expiries.some((ms) => ms !== expiries[0])) throw outsideContract('the three expiry keys disagree', body);
   const expiresAtMs = expiries[0] ?? null;
@@ -269,7 +269,7 @@ export function parseRenewal(leaseId: string, answer: RawAnswer, server: string)
   if ('renewed' in parsed) return { ...parseDocumented(leaseId, parsed, answer.body), brokerDateMs };
   if (parsed.success === false && typeof parsed.error === 'string') {
     // A failed database query comes back as 200 {success:false,error} without `renewed`
-    // (BROKER-FACTS.md): the broker failed, which says nothing about the lease.
+    // (docs/broker.md#query-failure-at-200): the broker failed, which says nothing about the lease.
     throw new BrokerError(`the broker could not run the renewal: ${parsed.error}`, false);
   }
   throw outsideContract("neither renewed nor an older broker's array", answer.body);

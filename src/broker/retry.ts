@@ -1,6 +1,6 @@
 /**
  * Retrying a renewal is safe: the broker takes the later of the current deadline and
- * now + seconds (lease-extend-route.md), so a repeated request never shortens a lease. Only
+ * now + seconds (docs/broker.md#retries-are-safe), so a repeated request never shortens a lease. Only
  * transient failures are retried (BrokerError.transient: unreachable, reset, timeout, 502/503/504,
  * 500 pool, 429); a refusal or an answer outside the contract would only repeat itself. A
  * Retry-After on 429 or 503 replaces the backoff (docs/cli-contract.md, "watch").

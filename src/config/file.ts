@@ -1,5 +1,5 @@
 /**
- * The Go queenctl's config file (~/.queen/config.yaml, kubectl-style; BROKER-FACTS.md).
+ * The Go queenctl's config file (~/.queen/config.yaml, kubectl-style; docs/cli-contract.md#config-file).
  * Read only when it exists, and the YAML parser only loaded then: a lease command without a
  * config file never pays for it. A missing file is an empty config, never an error; a malformed
  * one is a usage error that names the file and the line.

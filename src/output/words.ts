@@ -4,7 +4,7 @@
  */
 import { QueenctlError } from '../exit.js';
 
-/** Why renewed: 0 happens and what to do about it (lease-extend-route.md, "What a failed extension means"). */
+/** Why renewed: 0 happens and what to do about it (docs/broker.md#lost-lease). */
 export function lostLeaseMeaning(several: boolean): string {
   return (
     `${several ? 'Each' : 'It'} expired, was released by an ack or nack, or belongs to another tenant\n` +

@@ -297,13 +297,15 @@ extra: {keep: true}
 
   it('view redacts literal tokens, keeps comments for people, and prints JSON for programs', async () => {
     const viewHome = homeWith(
-      '# ops notes\ncurrent-context: a\ncontexts:\n  - name: a\n    token-ref: literal:s3cr3t-value # do not share\n    server: http://x:1\n',
+      '# ops notes\ncurrent-context: a\ncontexts:\n  - name: a\n' +
+        '    token-ref: literal:s3cr3t-value # do not share\n    server: http://x:1\n',
     );
     const people = await runCli(['config', 'view', '-o', 'table'], { env: { HOME: viewHome } });
     assert.equal(people.code, 0, people.stderr);
     assert.equal(
       people.stdout,
-      '# ops notes\ncurrent-context: a\ncontexts:\n  - name: a\n    token-ref: literal:[redacted] # do not share\n    server: http://x:1\n',
+      '# ops notes\ncurrent-context: a\ncontexts:\n  - name: a\n' +
+        '    token-ref: literal:[redacted] # do not share\n    server: http://x:1\n',
     );
     const programs = await runCli(['config', 'view'], { env: { HOME: viewHome } });
     assert.deepEqual(JSON.parse(programs.stdout), {
@@ -329,7 +331,8 @@ extra: {keep: true}
       assert.match(
         result.stderr,
         new RegExp(
-          `the config file ${join(broken, '.queen', 'config.yaml').replaceAll('.', '\\.')}:4: insecure must be true or false`,
+          `the config file ${join(broken, '.queen', 'config.yaml').replaceAll('.', '\\.')}:4: ` +
+            'insecure must be true or false',
         ),
       );
     }

@@ -44,7 +44,8 @@ describe('lease inspect', () => {
   });
 
   for (const offsetMs of [3_600_000, -3_600_000]) {
-    it(`measures remaining time on the broker's clock (broker ${offsetMs > 0 ? 'an hour ahead' : 'an hour behind'})`, async () => {
+    const broker = offsetMs > 0 ? 'an hour ahead' : 'an hour behind';
+    it(`measures remaining time on the broker's clock (broker ${broker})`, async () => {
       sim.setClockOffset(offsetMs);
       const mintedAt = Date.now();
       const leaseId = sim.mint({ seconds: 90 });

@@ -223,7 +223,8 @@ describe('replicas', () => {
     assert.match(
       result.stderr,
       new RegExp(
-        `http://127\\.0\\.0\\.1:${dead} failed \\(cannot reach the broker .*connection refused\\); trying the next replica, ${plain.url}`,
+        `http://127\\.0\\.0\\.1:${dead} failed \\(cannot reach the broker .*connection refused\\); ` +
+          `trying the next replica, ${plain.url}`,
       ),
     );
     assert.match(result.stderr, new RegExp(`HTTP 200 from ${plain.url} \\(replica 2 of 2\\)`));
@@ -257,7 +258,7 @@ describe('replicas', () => {
     }
   });
 
-  it('a replica that hangs gets its share of --timeout, then the next one answers; later requests start there', async () => {
+  it('a hanging replica gets its share of --timeout, then the next answers; later requests start there', async () => {
     const hung = await startSimulator({ tokens: { [TOKEN]: { role: 'read-write' } } });
     try {
       hung.inject({ kind: 'hang' });

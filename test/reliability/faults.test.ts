@@ -538,7 +538,10 @@ describe('the fault matrix', { concurrency: true }, () => {
     describe(`lease ${verb}: transient failures are retried and recover`, { concurrency: 8 }, () => {
       for (const row of ROWS.filter((candidate) => candidate.transient)) {
         const recovers = row.fault !== undefined;
-        it(`${row.name}: ${recovers ? 'twice, then the answer: exit 0 after 3 requests' : 'retried as many times as asked, then exit 2'}`, {
+        const outcome = recovers
+          ? 'twice, then the answer: exit 0 after 3 requests'
+          : 'retried as many times as asked, then exit 2';
+        it(`${row.name}: ${outcome}`, {
           timeout: 30_000,
         }, async () => {
           const leaseId = sim.mint();

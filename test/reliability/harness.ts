@@ -74,7 +74,8 @@ export function records(stdout: string): Array<Record<string, unknown>> {
 }
 
 export function describeResult(result: Pick<CliResult, 'stdout' | 'stderr'> & { code: number | null }): string {
-  return `exit ${result.code}\n--- stdout\n${result.stdout.slice(0, 2000)}\n--- stderr\n${result.stderr.slice(0, 2000)}`;
+  const { code, stdout, stderr } = result;
+  return `exit ${code}\n--- stdout\n${stdout.slice(0, 2000)}\n--- stderr\n${stderr.slice(0, 2000)}`;
 }
 
 /** What a verb run in this process leaves: its exit code and its two streams. */

@@ -249,7 +249,11 @@ describe('a bad id in the middle of standard input', () => {
       assert.equal(result.code, 1, describeResult(result));
       assert.match(
         result.stderr,
-        /^queenctl: lease id #2 on standard input "bad\\u0007id" holds control characters; no lease id after it was sent$/m,
+        new RegExp(
+          '^queenctl: lease id #2 on standard input "bad\\\\u0007id" holds control characters; ' +
+            'no lease id after it was sent$',
+          'm',
+        ),
       );
       assert.deepEqual(
         sim.log.map((entry) => entry.leaseId),
@@ -267,7 +271,7 @@ describe('a bad id in the middle of standard input', () => {
 
 describe('standard input that cannot be read', () => {
   for (const verb of BOTH) {
-    it(`lease ${verb} -: a read error (EIO) is a usage error naming it, not an internal error; nothing sent`, async () => {
+    it(`lease ${verb} -: a read error (EIO) is a usage error naming it, not an internal error`, async () => {
       const sim = await startSimulator();
       try {
         const stdin = Object.assign(
@@ -301,7 +305,8 @@ describe('- when standard input is a terminal', () => {
     }, async () => {
       const sim = await startSimulator();
       try {
-        const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(ENTRY)} lease ${verb} - --server ${sim.url}`;
+        const node = JSON.stringify(process.execPath);
+        const command = `${node} ${JSON.stringify(ENTRY)} lease ${verb} - --server ${sim.url}`;
         // script(1) runs the command on a new pty: its stdin and stdout are a terminal.
         const { code, stdout, stderr } = await runProcess('script', ['-qec', command, '/dev/null']);
         const output = stdout + stderr;
@@ -361,7 +366,7 @@ const ODD_IDS = [
 
 describe('odd ids travel percent-encoded, as one segment of the extend route', () => {
   for (const verb of BOTH) {
-    it(`lease ${verb}: ${ODD_IDS.length} ids arrive intact, on the extend route only, and print back in order`, async () => {
+    it(`lease ${verb}: ${ODD_IDS.length} ids arrive intact, on the extend route only, in order`, async () => {
       const sim = await startSimulator();
       try {
         const result = await runQueenctl(['lease', verb, ...ODD_IDS, '--server', sim.url, '-o', 'json']);

@@ -53,7 +53,9 @@ describe('a reader that goes away', () => {
     it(`lease ${verb} - -o ${format} | head -1: ends quietly and stops sending`, async () => {
       // Slow enough that all 3000 would take seconds: the run must end long before.
       sim.inject({ kind: 'latency', ms: 20 });
-      const command = `node ${JSON.stringify(ENTRY)} lease ${verb} - -o ${format} --server ${sim.url} < ${JSON.stringify(idsFile)}`;
+      const command =
+        `node ${JSON.stringify(ENTRY)} lease ${verb} - -o ${format} --server ${sim.url} ` +
+        `< ${JSON.stringify(idsFile)}`;
       const result = await runShell(`${command} | head -1; echo "queenctl exit: \${PIPESTATUS[0]}" >&2`);
       assert.equal(result.code, 0, describeResult(result));
       const line = result.stdout.replace(/\n$/, '');
@@ -145,7 +147,8 @@ describe('a signal in the middle of a bulk run', () => {
       assert.match(
         stderr,
         new RegExp(
-          `^queenctl: interrupted after ${printed.length} lease ids: ${done} ${yes}, 0 ${no}, ${unanswered} unknown; the remaining lease ids were not sent$`,
+          `^queenctl: interrupted after ${printed.length} lease ids: ${done} ${yes}, 0 ${no}, ` +
+            `${unanswered} unknown; the remaining lease ids were not sent$`,
           'm',
         ),
       );
@@ -169,7 +172,11 @@ describe('a signal while standard input is still open', () => {
     );
     assert.match(
       stderr,
-      /^queenctl: interrupted after 3 lease ids: 3 renewed, 0 not renewed, 0 unknown; the remaining lease ids were not sent$/m,
+      new RegExp(
+        '^queenctl: interrupted after 3 lease ids: 3 renewed, 0 not renewed, 0 unknown; ' +
+          'the remaining lease ids were not sent$',
+        'm',
+      ),
     );
     assertNoStackTrace(stderr);
   });

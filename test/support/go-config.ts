@@ -1,4 +1,4 @@
-/** The config file as the Go queenctl writes it: BROKER-FACTS.md's example, byte for byte. */
+/** The config file as the Go queenctl writes it: the example of docs/cli-contract.md#config-file, byte for byte. */
 export const GO_EXAMPLE = `current-context: prod
 contexts:
   - name: prod

@@ -135,7 +135,7 @@ function useSimulator(opts: SimulatorOptions = {}): { sim: () => Simulator; cloc
   };
 }
 
-describe('documented shape (lease-extend-route.md)', () => {
+describe('documented shape (docs/broker.md#documented-object)', () => {
   const { sim, clock } = useSimulator();
 
   it('falls back to 60 seconds for an empty, non-JSON, seconds-less or non-number body', async () => {
@@ -286,7 +286,7 @@ describe('authentication and tenants', () => {
   });
 });
 
-describe('array shape (older broker, BROKER-FACTS.md)', () => {
+describe('array shape (older broker, docs/broker.md#array-shape)', () => {
   const { sim, clock } = useSimulator({ shape: 'array', tokens: { rw: { role: 'read-write', tenant: 'a' } } });
 
   it('answers 400 for empty and non-JSON bodies and 500 for wrong types', async () => {

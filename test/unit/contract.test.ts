@@ -16,7 +16,7 @@ function documented(overrides: Record<string, unknown> = {}): Record<string, unk
   return { leaseId: ID, success: true, renewed: 2, newExpiresAt: T, expiresAt: T, lease_expires_at: T, ...overrides };
 }
 
-/** The recorded answers of the real broker, by case title (test/fixtures, from shared/broker/recorded). */
+/** The recorded answers of the real broker, by case title (test/fixtures; docs/broker.md#recorded-answers). */
 function recorded(): Map<string, RawAnswer> {
   const text = readFileSync(new URL('../../../test/fixtures/real-broker-extend.txt', import.meta.url), 'utf8');
   const answers = new Map<string, RawAnswer>();
@@ -120,7 +120,7 @@ describe('parseRenewal: the documented object', () => {
   });
 });
 
-describe('parseRenewal: the older array shape (BROKER-FACTS.md)', () => {
+describe('parseRenewal: the older array shape (docs/broker.md#array-shape)', () => {
   const answers = recorded();
 
   it('maps a recorded success to renewed 1 with its expiry in all three keys', () => {

@@ -40,7 +40,7 @@ type Outage = { from: number; to: number } & (
 );
 
 /**
- * A broker on the fake clock: renews as the route document says (the later of the current
+ * A broker on the fake clock: renews as docs/broker.md#later-of-rule says (the later of the current
  * expiry and now + seconds, live leases only), answers in `latencyMs(inFlight)`, and can be
  * down for everyone (`outages`) or fail for one lease (`faults`).
  */

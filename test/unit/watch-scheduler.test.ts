@@ -32,7 +32,7 @@ interface Call {
 }
 
 /**
- * A broker on the fake clock: renews as the route document says (the later of the current
+ * A broker on the fake clock: renews as docs/broker.md#later-of-rule says (the later of the current
  * expiry and brokerNow + seconds, live leases only), with its own clock offset, a latency,
  * outages that refuse at once or hang until the request's timeout, and a lapse detector.
  */

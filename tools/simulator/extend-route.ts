@@ -1,6 +1,6 @@
 /**
  * `POST /api/v1/lease/:leaseId/extend` in both of the broker's shapes (docs/broker.md):
- * - `documented`: the contract of the route document, one object, the authority;
+ * - `documented`: the documented object of docs/broker.md, the authority;
  * - `array`: the older open-source broker as observed and recorded byte for byte
  *   (test/fixtures/real-broker-extend.txt), one result in an array.
  * Authentication is decided before this (routes.ts); here the body is read and the lease renewed.
@@ -10,7 +10,7 @@ import { fail } from './input.js';
 import { type LeaseStore, MAX_EXPIRY_MS } from './leases.js';
 import { isoMicros, isoMillis, isRecord, jsonReply, type Reply, tryParseJson } from './wire.js';
 
-/** `documented` object (the route document) or the older broker's one-element array. */
+/** `documented` object (docs/broker.md#documented-object) or the older broker's one-element array. */
 export type Shape = 'documented' | 'array';
 
 /** docs/broker.md: a missing or malformed `seconds` means 60. So does `{}` on the old broker. */
@@ -108,7 +108,7 @@ export class ExtendRoute {
     for (const job of this.batch.splice(0)) job.resolve(null);
   }
 
-  /** The route document, Response: 200 whether or not anything was renewed; keys in its order. */
+  /** docs/broker.md#documented-object: 200 whether or not anything was renewed; keys in its order. */
   private extendDocumented(leaseId: string, scope: Scope, body: string): Reply {
     const now = this.brokerNow();
     const target = now + documentedSeconds(body) * 1000;

@@ -1,6 +1,6 @@
 /**
  * The `config` group: only wiring. Each verb's module (and the YAML parser) is imported when
- * that verb runs. The file and its precedence are the Go queenctl's (BROKER-FACTS.md).
+ * that verb runs. The file and its precedence are the Go queenctl's (docs/cli-contract.md#config-file).
  */
 import { Command, Option } from 'commander';
 import type { GlobalContext } from '../globals.js';

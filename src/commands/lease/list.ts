@@ -14,9 +14,8 @@ import {
   type PartitionHolder,
 } from '../../broker/consumer-groups.js';
 import { withRetries, type RetryPolicy } from '../../broker/retry.js';
-import type { Clock } from '../../clock.js';
 import { AuthError, ExitCode } from '../../exit.js';
-import { write, type IO } from '../../io.js';
+import { write } from '../../io.js';
 import { formatDuration } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
 import { recordSink } from '../../output/records.js';
