@@ -265,16 +265,23 @@ describe('lease watch: signals without a command', { concurrency: true }, () => 
   for (const [signal, code] of [
     ['SIGINT', 130],
     ['SIGTERM', 143],
+    // Caught, not fatal: the terminal that went away must not cost the stream its last events.
+    ['SIGHUP', 129],
   ] as const) {
-    it(`${signal} stops the watch with ${code} and a stopped event`, () =>
+    it(`${signal} stops the watch with ${code} and a stopped event for each lease`, () =>
       withSimulator(async (sim) => {
-        const leaseId = sim.mint(LEASE);
-        const run = watch(sim, [leaseId, ...ROOM, '-o', 'ndjson']);
-        await run.waitFor(isRenewed);
+        const leaseIds = [sim.mint(LEASE), sim.mint(LEASE)];
+        const run = watch(sim, [...leaseIds, ...ROOM, '-o', 'ndjson']);
+        for (const leaseId of leaseIds) await run.waitFor((event) => isRenewed(event) && event.leaseId === leaseId);
         run.process.kill(signal);
         const result = await run.exited;
+        assert.equal(result.signal, null, `exited by itself, not killed by ${signal}`);
         assert.equal(result.code, code, result.stderr);
-        assert.deepEqual(run.events().at(-1)?.reason, 'signal');
+        const stopped = run.events().filter((event) => event.event === 'stopped');
+        assert.deepEqual(stopped.map((event) => [event.leaseId, event.reason]).sort(), [
+          ...leaseIds.map((leaseId) => [leaseId, 'signal']).sort(),
+        ]);
+        assert.deepEqual(run.events().slice(-2), stopped, 'nothing after the stopped events');
       }));
   }
 });

@@ -5,14 +5,14 @@
  * codes").
  *
  * Without a command the watch goes on with the leases still held; it ends when none is left,
- * at --for, or on SIGINT/SIGTERM. With one, the command starts after the first renewal of
- * every lease, and the watch ends with it: its status passes through, or 4 when a lease was
- * lost and the command was stopped for that.
+ * at --for, or on SIGINT, SIGTERM or SIGHUP. With one, the command starts after the first
+ * renewal of every lease, and the watch ends with it: its status passes through, or 4 when a
+ * lease was lost and the command was stopped for that.
  */
 import { Command } from 'commander';
 import { leaseIdSource } from '../../args.js';
 import { monotonicClock } from '../../clock.js';
-import { ExitCode, UsageError, combineExitCodes } from '../../exit.js';
+import { ExitCode, UsageError, combineExitCodes, signalExitCode } from '../../exit.js';
 import {
   childExitedNote,
   childNotStartedNote,
@@ -194,8 +194,6 @@ function summaryCode(summary: Pick<WatchSummary, 'lost' | 'failed' | 'refused'>)
   return combineExitCodes(codes);
 }
 
-const signalCode = (reason: unknown): ExitCode => (reason === 'SIGTERM' ? ExitCode.Terminated : ExitCode.Interrupted);
-
 export async function runWatch(options: WatchOptions, runtime: Runtime, ports: WatchPorts): Promise<number> {
   checkCommand(options);
   const leaseIds = await readLeaseIds(options.leaseIds, () => runtime.io.stdin);
@@ -277,7 +275,7 @@ class Watch {
       // Only acted on without a command started: with one, cli.ts relays signals to it instead.
       if (this.supervisor?.started) return;
       this.scheduler.stop('signal');
-      this.finish(signalCode(signal.reason));
+      this.finish(signalExitCode(signal.reason));
     };
     if (signal.aborted) onSignal();
     else signal.addEventListener('abort', onSignal, { once: true });
