@@ -3,6 +3,7 @@
  *
  * - `events`: `-o json`/`-o ndjson`, one event object per line on stdout, as the contract fixes.
  *   Only errors (a lost lease, a refusal) and warnings go to stderr.
+ * - `yaml`: `-o yaml`, the same events as YAML documents, `---` between them; stderr as above.
  * - `spinner`: a terminal and no command to share it with: one ora line on stderr with the
  *   lease, renewals so far, time to expiry, time to the next renewal and the last error;
  *   retries, losses and notes are printed above it.
@@ -28,7 +29,12 @@ import type { WatchFailure, WatchStatus } from '../renewal/scheduler.js';
 import { formatDuration } from './duration.js';
 import { LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
 
-export type WatchOutputMode = 'events' | 'spinner' | 'log' | 'quiet';
+export type WatchOutputMode = 'events' | 'yaml' | 'spinner' | 'log' | 'quiet';
+
+/** The modes that print the event stream on stdout, which a command must then leave alone. */
+export function printsEvents(mode: WatchOutputMode): boolean {
+  return mode === 'events' || mode === 'yaml';
+}
 
 export interface WatchRenderer {
   event(event: WatchEvent): void;
@@ -58,6 +64,7 @@ export interface WatchRendererOptions {
 /**
  * Machine events when asked for, or in a pipe without a command (contract: JSON when stdout is
  * not a terminal). With a command and no -o, stdout is the command's: events go to stderr.
+ * YAML is only ever asked for (-o yaml), so it always gets the stream, -q or not.
  */
 export function watchOutputMode(choice: {
   format: 'table' | 'wide' | 'json' | 'ndjson' | 'yaml' | null;
@@ -69,6 +76,7 @@ export function watchOutputMode(choice: {
 }): WatchOutputMode {
   const { format } = choice;
   if (format === null) return 'quiet';
+  if (format === 'yaml') return 'yaml';
   if ((format === 'json' || format === 'ndjson') && (choice.outputGiven || !choice.hasCommand)) return 'events';
   if (choice.quiet) return 'quiet';
   if (choice.hasCommand || !choice.stderrIsTTY || choice.term === 'dumb') return 'log';
@@ -316,6 +324,25 @@ function canSpin(stream: OutputStream): boolean {
   return Boolean(stream.isTTY) && moves && (tty.columns ?? 0) > 0;
 }
 
+const ndjsonEvent = (event: WatchEvent): string => `${JSON.stringify(event)}\n`;
+
+/**
+ * Each event as one YAML document with the keys of its JSON form, `---` between documents as
+ * `kubectl get -w -o yaml` prints them. yaml is loaded only here: only -o yaml pays for it.
+ */
+async function yamlDocuments(): Promise<(event: WatchEvent) => string> {
+  const { stringify } = await import('yaml');
+  let first = true;
+  return (event) => {
+    const document = stringify(event, { lineWidth: 0 });
+    if (first) {
+      first = false;
+      return document;
+    }
+    return `---\n${document}`;
+  };
+}
+
 export async function watchRenderer(options: WatchRendererOptions): Promise<WatchRenderer> {
   const { stdout, stderr } = options;
   const mode = options.mode === 'spinner' && !canSpin(stderr) ? 'log' : options.mode;
@@ -326,10 +353,11 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     stderr.write(lostMeaning());
   };
 
-  if (mode === 'events' || mode === 'quiet') {
+  if (mode === 'events' || mode === 'yaml' || mode === 'quiet') {
+    const serialize = mode === 'events' ? ndjsonEvent : mode === 'yaml' ? await yamlDocuments() : null;
     return {
       event(event) {
-        if (mode === 'events') stdout.write(`${JSON.stringify(event)}\n`);
+        if (serialize) stdout.write(serialize(event));
         // A loss is the one event people must see whatever was asked for. Errors that end a
         // lease's watch are summed up once by the command instead of once per lease.
         if (event.event !== 'lost') return;

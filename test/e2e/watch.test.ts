@@ -15,6 +15,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { BIN, cleanEnv } from '../support/cli.js';
 
@@ -258,6 +259,71 @@ describe('lease watch: keeping a lease through faults', { concurrency: true }, (
       assert.equal(result.code, 3);
       assert.match(result.stderr, /read-write role/);
       assert.equal(sim.log.length, 1, 'a refusal is not retried');
+    }));
+});
+
+describe('lease watch -o yaml', { concurrency: true }, () => {
+  /** A lease kept to --for and one released before the start: renewed, lost and stopped events. */
+  const scenario = async (sim: Simulator, format: 'ndjson' | 'yaml') => {
+    const kept = sim.mint(LEASE);
+    const released = sim.mint(LEASE);
+    sim.release(released);
+    const run = watch(sim, [kept, released, ...ROOM, '--for', '3s', '-o', format]);
+    const result = await run.exited;
+    const documents = format === 'yaml' ? parseAllDocuments(result.stdout) : [];
+    assert.ok(Array.isArray(documents), 'a stream of YAML documents');
+    const events: Array<Record<string, unknown>> =
+      format === 'yaml'
+        ? documents.map((document) => {
+            assert.deepEqual(document.errors, [], result.stdout);
+            return document.toJS() as Record<string, unknown>;
+          })
+        : run.events();
+    // What does not depend on timing: the keys of each kind of event, and every event but renewals.
+    const roles = new Map([
+      [kept, 'kept'],
+      [released, 'released'],
+    ]);
+    const keysOf = new Map(events.map((event) => [event.event, Object.keys(event)]));
+    const outcomes = events
+      .filter((event) => event.event !== 'renewed')
+      .map((event) => [event.event, roles.get(String(event.leaseId)), event.reason]);
+    return { result, events, keysOf, outcomes };
+  };
+
+  it('prints each event as one YAML document, --- between them, with the keys and values of -o ndjson', () =>
+    withSimulator(async (sim) => {
+      const [ndjson, yaml] = await Promise.all([scenario(sim, 'ndjson'), scenario(sim, 'yaml')]);
+      assert.equal(yaml.result.code, 4, yaml.result.stderr);
+      assert.equal(ndjson.result.code, 4, ndjson.result.stderr);
+      assert.deepEqual(yaml.outcomes, [
+        ['lost', 'released', 'not-renewed'],
+        ['stopped', 'kept', 'for'],
+      ]);
+      assert.deepEqual(yaml.outcomes, ndjson.outcomes);
+      assert.deepEqual([...yaml.keysOf], [...ndjson.keysOf]);
+      assert.ok(yaml.events.some((event) => event.event === 'renewed'));
+      assert.equal(yaml.result.stdout.match(/^---$/gm)?.length, yaml.events.length - 1);
+      for (const event of yaml.events) assert.equal(typeof event.at, 'string', 'at stays an ISO-8601 string');
+      assert.match(yaml.result.stderr, /is LOST: the broker renewed nothing/);
+    }));
+
+  it("with a command, as with -o ndjson, the command's stdout goes to stderr: stdout is only documents", () =>
+    withSimulator(async (sim) => {
+      const run = watch(sim, [sim.mint(LEASE), ...ROOM, '-o', 'yaml', '--', 'sh', '-c', 'echo from-the-command']);
+      const result = await run.exited;
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stderr, /from-the-command/);
+      const documents = parseAllDocuments(result.stdout);
+      assert.ok(Array.isArray(documents), 'a stream of YAML documents');
+      const events = documents.map((document) => document.toJS() as { event: string; reason?: string });
+      // Renewed at once, again every second if the command is slow to start, then stopped with it.
+      assert.deepEqual(events.at(-1)?.reason, 'child-exit', result.stdout);
+      assert.ok(events.length >= 2, result.stdout);
+      assert.ok(
+        events.slice(0, -1).every((event) => event.event === 'renewed'),
+        result.stdout,
+      );
     }));
 });
 
