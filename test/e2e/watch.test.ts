@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { BIN, cleanEnv } from '../support/cli.js';
+import { BIN, cleanEnv, runCli } from '../support/cli.js';
 
 interface WatchEventLine {
   event: string;
@@ -260,6 +260,21 @@ describe('lease watch: keeping a lease through faults', { concurrency: true }, (
       assert.match(result.stderr, /read-write role/);
       assert.equal(sim.log.length, 1, 'a refusal is not retried');
     }));
+});
+
+describe('lease watch --help', () => {
+  it('names every event, -o yaml, how many requests it may use, Retry-After and the signal statuses', async () => {
+    const result = await runCli(['lease', 'watch', '--help']);
+    assert.equal(result.code, 0, result.stderr);
+    const help = result.stdout.replace(/\s+/g, ' ');
+    for (const event of ['renewed', 'retry', 'lost', 'stopped', 'outage', 'recovered'])
+      assert.match(help, new RegExp(event));
+    assert.match(help, /-o yaml prints each event as one YAML document, --- between them/);
+    assert.match(help, /up to --concurrency when given, else up to 256/);
+    assert.match(help, /cannot renew every lease in time, a warning says so/);
+    assert.match(help, /Retry-After/);
+    assert.match(help, /129\/130\/143 stopped by SIGHUP\/SIGINT\/SIGTERM \(without a command\)/);
+  });
 });
 
 describe('lease watch -o yaml', { concurrency: true }, () => {
