@@ -34,9 +34,8 @@ const bundle = { exports: {} };
 script.runInThisContext()(bundle.exports, createRequire(filename), bundle, filename, dirname(filename));
 
 if (process.env.QUEENCTL_DEBUG) {
-  process.stderr.write(
-    `queenctl: code cache ${cachedData === undefined ? 'absent' : script.cachedDataRejected ? 'rejected' : 'accepted'}\n`,
-  );
+  const cache = cachedData === undefined ? 'absent' : script.cachedDataRejected ? 'rejected' : 'accepted';
+  process.stderr.write(`queenctl: code cache ${cache}\n`);
 }
 
 bundle.exports.main(process.argv.slice(2)).then(() => {

@@ -100,7 +100,8 @@ export function lostWords(event: LostEvent): string {
 function retryWords(event: RetryEvent): string {
   const left =
     event.remainingMs === null ? 'not renewed yet' : `${formatDuration(event.remainingMs)} left on the lease`;
-  return `lease ${event.leaseId}: ${event.error}; retry ${event.attempt} in ${formatDuration(event.retryInMs)} (${left})`;
+  const retry = `retry ${event.attempt} in ${formatDuration(event.retryInMs)}`;
+  return `lease ${event.leaseId}: ${event.error}; ${retry} (${left})`;
 }
 
 function stoppedWords(event: StoppedEvent): string {
@@ -209,7 +210,10 @@ export function watchFailureMessage(failure: WatchFailure, count: number): strin
 }
 
 export function tokenOnCommandLineHint(): string {
-  return '--token on the command line shows in ps to every user for as long as the watch runs; use QUEEN_TOKEN or --token-file';
+  return (
+    '--token on the command line shows in ps to every user for as long as the watch runs; ' +
+    'use QUEEN_TOKEN or --token-file'
+  );
 }
 
 export function everyTooLongWarning(everyMs: number, seconds: number, marginMs: number): string {
@@ -243,19 +247,20 @@ export function childExitedNote(command: string, exit: ChildExit): string {
 
 export function forwardedNote(signal: NodeJS.Signals, command: string, killAfterMs: number): string {
   const limit = signal === 'SIGHUP' ? '' : `, SIGKILL in ${formatDuration(killAfterMs)} if it ignores it`;
-  return `${signal}: passed on to ${command} and its process group; waiting for it to exit${limit} (renewal goes on meanwhile)`;
+  return (
+    `${signal}: passed on to ${command} and its process group; ` +
+    `waiting for it to exit${limit} (renewal goes on meanwhile)`
+  );
 }
 
 export function stoppingChildOnLoss(command: string, killAfterMs: number): string {
-  return line(
-    `stopping ${command}: SIGTERM to its process group now, SIGKILL in ${formatDuration(killAfterMs)} if it is still running`,
-  );
+  const kill = `SIGKILL in ${formatDuration(killAfterMs)} if it is still running`;
+  return line(`stopping ${command}: SIGTERM to its process group now, ${kill}`);
 }
 
 export function stoppingChildOnRefusal(command: string, killAfterMs: number): string {
-  return line(
-    `stopping ${command}: the lease cannot be renewed any more; SIGTERM to its process group, SIGKILL in ${formatDuration(killAfterMs)}`,
-  );
+  const stop = `SIGTERM to its process group, SIGKILL in ${formatDuration(killAfterMs)}`;
+  return line(`stopping ${command}: the lease cannot be renewed any more; ${stop}`);
 }
 
 export function killedAfterNote(command: string, killAfterMs: number): string {
