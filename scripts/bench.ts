@@ -6,7 +6,7 @@
  *   1. start-up: `queenctl lease extend <id> -o json` against bare `node -e ""` and a script making
  *      the same request with node:http (the floor of any Node CLI that makes one), on each Node
  *      of QUEENCTL_BENCH_NODES (paths to node binaries, separated as in PATH; default: this one),
- *      and against one `curl`
+ *      and against one `curl`; all without NODE_EXTRA_CA_CERTS (benchStartup says why)
  *   2. bulk extend: 10,000 ids through `lease extend - -o ndjson` against a shell loop of curl
  *   3. watch at scale: 10,000 leases, --seconds 30, for 60 s: lapses, CPU, RSS, margins
  *
@@ -164,9 +164,12 @@ async function benchStartup(url: string, control: SimulatorControl): Promise<voi
     extendUrl,
   ]);
   // A cache directory of its own: on a Node other than the one that built the package, the
-  // warm-up run makes the code cache that the measured runs use (bin/queenctl.cjs).
+  // warm-up run makes the code cache that the measured runs use (bin/queenctl.cjs). Without
+  // NODE_EXTRA_CA_CERTS, which Node 20 reads at every start (+40 ms on a system bundle) and
+  // 22 and 24 only when TLS is used: a fixed cost in queenctl and its references alike would
+  // hide what differs, and by Node version.
   const cacheHome = mkdtempSync(join(tmpdir(), 'queenctl-bench-cache-'));
-  const env = { ...process.env, XDG_CACHE_HOME: cacheHome };
+  const env = { ...process.env, XDG_CACHE_HOME: cacheHome, NODE_EXTRA_CA_CERTS: undefined };
   try {
     for (const [index, node] of benchNodes().entries()) {
       const withCurl = hasCurl && index === 0;
@@ -185,9 +188,9 @@ async function benchStartup(url: string, control: SimulatorControl): Promise<voi
           ? 'a code cache made for it'
           : 'no code cache';
       for (let run = 0; run < SIZES.startupRuns; run++) {
-        times.bare.push(timeOnce(bare));
+        times.bare.push(timeOnce(bare, undefined, env));
         times.queenctl.push(timeOnce(queenctl, undefined, env));
-        times.http.push(timeOnce(http));
+        times.http.push(timeOnce(http, undefined, env));
         if (withCurl) times.curl.push(timeOnce(curl));
       }
       const [q, n, h] = [median(times.queenctl), median(times.bare), median(times.http)];
