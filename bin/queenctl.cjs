@@ -2,11 +2,19 @@
 'use strict';
 // Start-up is a feature: queenctl runs inside shell loops. This loader is CommonJS (an ES module
 // entry would load Node's ESM loader, ~10 ms) and runs the bundled dist/queenctl.cjs through a
-// V8 code cache made at build time (scripts/bundle.mjs), so most of it is not compiled again on
-// every run. A cache V8 rejects (another Node version) is simply not used.
-const { readFileSync, writeFileSync } = require('node:fs');
+// V8 code cache, so most of it is not compiled again on every run.
+//
+// V8 accepts a code cache only from the same V8 version (and flags). The package ships one made
+// at build time (scripts/bundle.mjs), which serves only the Node version that built it. For any
+// other Node, the first run writes a cache made by that Node into the user's cache directory
+// ($XDG_CACHE_HOME or ~/.cache, then queenctl/code/), named for the Node version and the build,
+// and later runs use it. Node's own compile cache (module.enableCompileCache) was measured and
+// not used: it keeps only the code compiled at load time, not what the run went on to compile,
+// and does not exist on Node 20. A cache directory that cannot be written costs a failed system
+// call or two per run and is otherwise ignored: nothing here may fail a run or slow it down.
+const fs = require('node:fs');
 const { createRequire } = require('node:module');
-const { dirname, join } = require('node:path');
+const { dirname, isAbsolute, join } = require('node:path');
 const { setFlagsFromString } = require('node:v8');
 const { Script } = require('node:vm');
 
@@ -15,29 +23,129 @@ const { Script } = require('node:vm');
 // requests is well served by the baseline compiler. Set before undici loads.
 setFlagsFromString('--liftoff-only');
 
+const debug = process.env.QUEENCTL_DEBUG ? (line) => process.stderr.write(`queenctl: ${line}\n`) : () => {};
 const filename = join(__dirname, '..', 'dist', 'queenctl.cjs');
-const cacheFile = `${filename}.cache`;
+const shippedCache = `${filename}.cache`;
+const source = fs.readFileSync(filename, 'utf8');
+// The build's id (a hash of the bundle, first line of it): V8 checks only a source's length, so
+// a cache must never be used for another build of the same size.
+const buildId = /^\/\/ queenctl build ([0-9a-f]+)/.exec(source)?.[1];
+const writingShipped = process.env.QUEENCTL_WRITE_CODE_CACHE === '1';
+const cacheHome = writingShipped || buildId === undefined ? undefined : userCacheHome(process.env);
+const userDir = cacheHome === undefined ? undefined : join(cacheHome, 'queenctl', 'code');
+const prefix = `${process.version}-${process.arch}-${buildId}`;
+// A run of a lease command compiles what most runs need (the HTTP client above all): its cache
+// replaces one made by a run that did not get that far, such as the `queenctl --version` run
+// that often comes first after an install. Other runs use either.
+const kind = process.argv.includes('lease') ? 'lease' : 'other';
+const userCache = (cacheKind) => userDir && join(userDir, `${prefix}.${cacheKind}.cache`);
+
+let cacheFile;
 let cachedData;
-try {
-  cachedData = readFileSync(cacheFile);
-} catch {
-  cachedData = undefined;
+const candidates = userDir === undefined ? [] : [userCache('lease'), userCache('other')];
+if (!writingShipped) candidates.push(shippedCache);
+for (const candidate of candidates) {
+  try {
+    cachedData = fs.readFileSync(candidate);
+    cacheFile = candidate;
+    break;
+  } catch {
+    // Not there (yet): the next candidate.
+  }
 }
-const script = new Script(
-  `(function (exports, require, module, __filename, __dirname) {${readFileSync(filename, 'utf8')}\n})`,
-  {
-    filename,
-    cachedData,
-  },
-);
+
+const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+  filename,
+  cachedData,
+});
+const accepted = cachedData !== undefined && !script.cachedDataRejected;
+if (cacheFile === undefined) debug('code cache absent');
+else {
+  const made =
+    cacheFile === shippedCache ? 'shipped with the package' : `made on this machine for node ${process.version}`;
+  debug(`code cache ${accepted ? 'accepted' : 'rejected'} (${made}): ${cacheFile}`);
+}
+
 const bundle = { exports: {} };
 script.runInThisContext()(bundle.exports, createRequire(filename), bundle, filename, dirname(filename));
+bundle.exports.main(process.argv.slice(2)).then(() => {
+  if (writingShipped) return fs.writeFileSync(shippedCache, script.createCachedData());
+  if (accepted && !(kind === 'lease' && userDir && cacheFile === userCache('other'))) return;
+  try {
+    writeUserCache();
+  } catch (error) {
+    // The run is over and its exit code set: a cache is never worth changing it.
+    debug(`code cache not written: ${error.message}`);
+  }
+});
 
-if (process.env.QUEENCTL_DEBUG) {
-  const cache = cachedData === undefined ? 'absent' : script.cachedDataRejected ? 'rejected' : 'accepted';
-  process.stderr.write(`queenctl: code cache ${cache}\n`);
+/** $XDG_CACHE_HOME, else ~/.cache (the XDG default); none without an absolute HOME. */
+function userCacheHome(env) {
+  if (env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME)) return env.XDG_CACHE_HOME;
+  return env.HOME && isAbsolute(env.HOME) ? join(env.HOME, '.cache') : undefined;
 }
 
-bundle.exports.main(process.argv.slice(2)).then(() => {
-  if (process.env.QUEENCTL_WRITE_CODE_CACHE === '1') writeFileSync(cacheFile, script.createCachedData());
-});
+/**
+ * One level at a time: mkdirSync's recursive mode loops for ever when mkdir fails with ENOENT
+ * under a parent that exists (seen with HOME under /proc on Node 22).
+ */
+function makeUserDir() {
+  for (const dir of [cacheHome, join(cacheHome, 'queenctl'), userDir]) {
+    try {
+      fs.mkdirSync(dir, { mode: 0o700 });
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+    }
+  }
+}
+
+/** Written aside and renamed into place, so runs side by side never read half a file. */
+function writeUserCache() {
+  if (userDir === undefined) {
+    debug(`code cache not written: ${buildId === undefined ? 'the bundle has no build id' : 'no HOME'}`);
+    return;
+  }
+  const file = userCache(kind);
+  const temporary = `${file}.${process.pid}.tmp`;
+  let fd;
+  let opened = false;
+  try {
+    // Opened before the cache is made: an unwritable directory costs nothing more than this.
+    makeUserDir();
+    fd = fs.openSync(temporary, 'wx', 0o600);
+    opened = true;
+    fs.writeFileSync(fd, script.createCachedData());
+    fs.closeSync(fd);
+    fd = undefined;
+    fs.renameSync(temporary, file);
+    debug(`code cache written for node ${process.version}: ${file}`);
+  } catch (error) {
+    try {
+      if (fd !== undefined) fs.closeSync(fd);
+      if (opened) fs.rmSync(temporary, { force: true });
+    } catch {
+      // Left for removeStale of a later build.
+    }
+    debug(`code cache not written to ${userDir} (${error.code ?? error.message}): every run compiles the bundle`);
+    return;
+  }
+  removeStale(file);
+}
+
+/**
+ * Caches of other builds or Node versions go once a week old (one in use there is made again on
+ * its next run), and a cache of another kind that this one replaces goes at once.
+ */
+function removeStale(kept) {
+  try {
+    const weekAgo = Date.now() - 7 * 24 * 3600 * 1000;
+    for (const name of fs.readdirSync(userDir)) {
+      const path = join(userDir, name);
+      if (path === kept) continue;
+      if (path === userCache('other') || (!name.startsWith(`${prefix}.`) && fs.statSync(path).mtimeMs < weekAgo))
+        fs.rmSync(path, { force: true });
+    }
+  } catch {
+    // A cache left behind costs disk space only.
+  }
+}

@@ -3,7 +3,9 @@
 // because it runs before anything is compiled. See issue 6 and bin/queenctl.cjs.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { readFile, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = new URL('../', import.meta.url);
@@ -55,7 +57,7 @@ const undiciIndexExternal = {
   },
 };
 
-await build({
+const { outputFiles } = await build({
   entryPoints: [fileURLToPath(new URL('src/cli.ts', root))],
   outfile,
   bundle: true,
@@ -72,10 +74,20 @@ await build({
   plugins: [lazyHttp2, lazyCommanderChildProcess, undiciIndexExternal],
   legalComments: 'none',
   logLevel: 'warning',
+  write: false,
 });
 
+// The first line names the build (a hash of the bundle) and the Node that made the shipped code
+// cache: bin/queenctl.cjs keys the caches it makes for other Node versions by the build, and
+// test/e2e/package.test.ts knows from the Node which cache to expect.
+const [bundled] = outputFiles;
+const buildId = createHash('sha256').update(bundled.contents).digest('hex').slice(0, 16);
+await mkdir(dirname(outfile), { recursive: true });
+await writeFile(outfile, `// queenctl build ${buildId} node ${process.version}\n${bundled.text}`);
+
 // A code cache made by a run that takes the common path (parse flags, renew, fail, report), so
-// later runs skip compiling what it compiled. Written only here, never at run time.
+// later runs skip compiling what it compiled. The shipped cache is written only here; the loader
+// writes its own, elsewhere, only for other Node versions.
 await rm(`${outfile}.cache`, { force: true });
 try {
   execFileSync(

@@ -149,7 +149,9 @@ export function leaseIdSource(args: readonly string[], openStdin: StdinLike | ((
 /** Whitespace-separated tokens of a stream, across chunk boundaries. */
 export async function* splitWhitespace(stream: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
   let carry = '';
-  const decoder = new TextDecoder();
+  // ignoreBOM: Node 24's streaming decoder drops a U+FEFF that follows a character split across
+  // chunks, and 20/22 keep it; kept everywhere, it is whitespace (\s) like any BOM.
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
   for await (const chunk of stream) {
     const text = carry + (typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
     const tokens = text.split(/\s+/);

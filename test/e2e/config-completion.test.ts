@@ -121,6 +121,7 @@ describe('completion', () => {
   it('bash completes values: output formats, shells, and context names from the config file', async () => {
     assert.deepEqual(await bashComplete(['queenctl', 'lease', 'extend', '-o', '']), [
       'json',
+      'name',
       'ndjson',
       'table',
       'wide',

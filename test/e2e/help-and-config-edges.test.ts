@@ -98,7 +98,7 @@ describe('queenctl help <group> <verb>', { concurrency: true }, () => {
 
     const verb = await cli(['help', 'lease', 'extnd']);
     assert.equal(verb.code, 1);
-    assert.match(verb.stderr, /unknown command "extnd" for "queenctl lease"\n {2}.*: extend, inspect, watch\n/);
+    assert.match(verb.stderr, /unknown command "extnd" for "queenctl lease"\n {2}.*: extend, inspect, list, watch\n/);
   });
 
   it('bash completes `help` with the same command names as the commands themselves', () => {
@@ -127,7 +127,7 @@ _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"`,
         .filter(Boolean)
         .sort();
     assert.deepEqual(complete(['queenctl', 'help', '']), ['completion', 'config', 'lease', 'version']);
-    assert.deepEqual(complete(['queenctl', 'help', 'lease', '']), ['extend', 'inspect', 'watch']);
+    assert.deepEqual(complete(['queenctl', 'help', 'lease', '']), ['extend', 'inspect', 'list', 'watch']);
     assert.deepEqual(complete(['queenctl', 'help', 'config', 'use']), ['use-context']);
     assert.deepEqual(complete(['queenctl', 'help', 'lease', 'extend', '']), []);
   });

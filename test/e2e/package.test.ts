@@ -1,10 +1,22 @@
 /**
  * The package as users get it: `npm pack`, `npm install -g` into a scratch prefix, and the
- * installed `queenctl` on PATH renewing a lease.
+ * installed `queenctl` on PATH renewing a lease; then the V8 code cache it starts from, on the
+ * Node that built the package and on any other (CI runs this file on Node 20, 22 and 24 against
+ * one build: .ci/run).
  */
 import assert from 'node:assert/strict';
 import { execFile as execFileCallback } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, it } from 'node:test';
@@ -19,10 +31,13 @@ const execFile = promisify(execFileCallback);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 let sim: Simulator;
 let scratch: string;
+let env: NodeJS.ProcessEnv;
+let installed: string;
 
 before(async () => {
   sim = await startSimulator();
   scratch = mkdtempSync(join(tmpdir(), 'queenctl-pack-'));
+  env = cleanEnv({ npm_config_prefix: join(scratch, 'prefix') });
 });
 after(async () => {
   await sim.close();
@@ -34,7 +49,6 @@ it('src/version.ts matches package.json', () => {
 });
 
 it('npm pack + npm install -g gives a working queenctl on PATH', { timeout: 120_000 }, async () => {
-  const env = cleanEnv({ npm_config_prefix: join(scratch, 'prefix') });
   // The build already ran (npm test builds first); --ignore-scripts packs what it made.
   const packed = await execFile('npm', ['pack', '--pack-destination', scratch, '--silent', '--ignore-scripts'], {
     cwd: ROOT,
@@ -42,12 +56,151 @@ it('npm pack + npm install -g gives a working queenctl on PATH', { timeout: 120_
   });
   const tarball = join(scratch, packed.stdout.trim().split('\n').pop() ?? '');
   await execFile('npm', ['install', '-g', '--no-audit', '--no-fund', '--silent', tarball], { env });
+  installed = join(scratch, 'prefix', 'lib', 'node_modules', 'queenctl');
   const bin = join(scratch, 'prefix', 'bin', 'queenctl');
   assert.match((await execFile(bin, ['--version'], { env })).stdout, new RegExp(VERSION));
-  // The start-up lever of issue 6: the installed copy runs from its build-time V8 code cache.
-  const debug = await execFile(bin, ['version'], { env: { ...env, QUEENCTL_DEBUG: '1' } });
-  assert.match(debug.stderr, /code cache accepted/);
   const leaseId = sim.mint({ partitions: 2 });
   const { stdout } = await execFile(bin, ['lease', 'extend', leaseId, '--server', sim.url, '-o', 'json'], { env });
   assert.equal(JSON.parse(stdout).renewed, 2);
+});
+
+/** The installed copy (or a copy of it) run by the Node running this test, with the cache report. */
+async function queenctl(
+  packageDir: string,
+  args: string[],
+  extra: Record<string, string | undefined>,
+): Promise<{ stdout: string; stderr: string }> {
+  const bin = join(packageDir, 'bin', 'queenctl.cjs');
+  return execFile(process.execPath, [bin, ...args], { env: { ...env, QUEENCTL_DEBUG: '1', ...extra } });
+}
+
+const extendArgs = (): string[] => ['lease', 'extend', sim.mint(), '--server', sim.url, '-o', 'json'];
+
+/** `// queenctl build <id> node <version>`, the bundle's first line (scripts/bundle.mjs). */
+function buildOf(packageDir: string): { id: string; node: string } {
+  const line = readFileSync(join(packageDir, 'dist', 'queenctl.cjs'), 'utf8').split('\n', 1)[0] ?? '';
+  const match = /^\/\/ queenctl build ([0-9a-f]+) node (v\S+)$/.exec(line);
+  assert.ok(match, `the bundle names its build and Node on its first line, got: ${line}`);
+  return { id: match[1] as string, node: match[2] as string };
+}
+
+const cacheDir = (cacheHome: string): string => join(cacheHome, 'queenctl', 'code');
+const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+it('on the Node that built it, the installed copy starts from the shipped code cache and writes none', async (t) => {
+  assert.ok(installed, 'the package was installed by the test above');
+  const builder = buildOf(installed).node;
+  if (builder !== process.version) return t.skip(`the package was built by node ${builder}`);
+  const cacheHome = mkdtempSync(join(scratch, 'cache-'));
+  for (const args of [['version'], extendArgs()]) {
+    const { stderr } = await queenctl(installed, args, { XDG_CACHE_HOME: cacheHome });
+    assert.match(stderr, /code cache accepted \(shipped with the package\)/);
+    assert.doesNotMatch(stderr, /code cache written/);
+  }
+  assert.equal(existsSync(cacheDir(cacheHome)), false);
+});
+
+it('on another Node, the first run makes a code cache for that Node and the second run uses it', async (t) => {
+  assert.ok(installed, 'the package was installed by the test above');
+  const build = buildOf(installed);
+  if (build.node === process.version) return t.skip('this is the Node that built the package (CI runs 22 and 24)');
+  const cacheHome = mkdtempSync(join(scratch, 'cache-'));
+  const first = await queenctl(installed, extendArgs(), { XDG_CACHE_HOME: cacheHome });
+  assert.match(first.stderr, /code cache rejected \(shipped with the package\)/);
+  const made = join(cacheDir(cacheHome), `${process.version}-${process.arch}-${build.id}.lease.cache`);
+  assert.match(first.stderr, new RegExp(`code cache written for node ${escaped(process.version)}: ${escaped(made)}`));
+  const second = await queenctl(installed, extendArgs(), { XDG_CACHE_HOME: cacheHome });
+  assert.equal(JSON.parse(second.stdout).renewed, 1);
+  assert.match(
+    second.stderr,
+    new RegExp(`code cache accepted \\(made on this machine for node ${escaped(process.version)}\\): ${escaped(made)}`),
+  );
+  assert.doesNotMatch(second.stderr, /code cache written/);
+});
+
+/**
+ * Any Node: a copy of the installed package without its shipped cache takes the path another
+ * Node version takes, so the cache directory's rules are checked on every version CI runs.
+ */
+it('without a cache that fits, a run makes one; a lease run replaces one made by a lesser run', async () => {
+  assert.ok(installed, 'the package was installed by the test above');
+  const copy = join(scratch, 'no-shipped-cache');
+  cpSync(installed, copy, { recursive: true });
+  rmSync(join(copy, 'dist', 'queenctl.cjs.cache'));
+  const prefix = `${process.version}-${process.arch}-${buildOf(copy).id}`;
+  const cacheHome = mkdtempSync(join(scratch, 'cache-'));
+  const dir = cacheDir(cacheHome);
+  const extra = { XDG_CACHE_HOME: cacheHome };
+
+  // Often the first run after an install: it compiles little, and its cache serves what it ran.
+  const version = await queenctl(copy, ['--version'], extra);
+  assert.match(version.stderr, /code cache absent/);
+  assert.deepEqual(readdirSync(dir), [`${prefix}.other.cache`]);
+  // A lease run uses it, then leaves the cache of its own, fuller run in its place.
+  const lease = await queenctl(copy, extendArgs(), extra);
+  assert.match(lease.stderr, /code cache accepted \(made on this machine .*\.other\.cache/);
+  assert.deepEqual(readdirSync(dir), [`${prefix}.lease.cache`]);
+  for (const args of [extendArgs(), ['version']]) {
+    const again = await queenctl(copy, args, extra);
+    assert.match(again.stderr, /code cache accepted \(made on this machine .*\.lease\.cache/);
+    assert.doesNotMatch(again.stderr, /code cache written/);
+  }
+
+  // What V8 refuses (another build of the same length, a damaged file) is made again.
+  writeFileSync(join(dir, `${prefix}.lease.cache`), 'not a code cache');
+  const damaged = await queenctl(copy, extendArgs(), extra);
+  assert.equal(JSON.parse(damaged.stdout).renewed, 1);
+  assert.match(damaged.stderr, /code cache rejected \(made on this machine/);
+  assert.match(damaged.stderr, /code cache written/);
+  assert.match((await queenctl(copy, ['version'], extra)).stderr, /code cache accepted \(made on this machine/);
+});
+
+it('caches of other builds and Node versions go once a week old; a fresh one stays', async () => {
+  assert.ok(installed, 'the package was installed by the test above');
+  const copy = join(scratch, 'stale');
+  cpSync(installed, copy, { recursive: true });
+  rmSync(join(copy, 'dist', 'queenctl.cjs.cache'));
+  const cacheHome = mkdtempSync(join(scratch, 'cache-'));
+  const dir = cacheDir(cacheHome);
+  mkdirSync(dir, { recursive: true });
+  const eightDaysAgo = new Date(Date.now() - 8 * 24 * 3600 * 1000);
+  writeFileSync(join(dir, 'v0.0.1-x64-0123456789abcdef.lease.cache'), 'old');
+  utimesSync(join(dir, 'v0.0.1-x64-0123456789abcdef.lease.cache'), eightDaysAgo, eightDaysAgo);
+  writeFileSync(join(dir, 'v0.0.2-x64-0123456789abcdef.lease.cache'), 'in use by another Node');
+  await queenctl(copy, extendArgs(), { XDG_CACHE_HOME: cacheHome });
+  const kept = [
+    `${process.version}-${process.arch}-${buildOf(copy).id}.lease.cache`,
+    'v0.0.2-x64-0123456789abcdef.lease.cache',
+  ];
+  assert.deepEqual(readdirSync(dir).sort(), kept.sort());
+});
+
+it('a cache directory that cannot be written, or no HOME, changes nothing but the report', async () => {
+  assert.ok(installed, 'the package was installed by the test above');
+  const copy = join(scratch, 'unwritable');
+  cpSync(installed, copy, { recursive: true });
+  rmSync(join(copy, 'dist', 'queenctl.cjs.cache'));
+  // A file where the directory should be: refused even to root, who may write a read-only one.
+  const file = join(scratch, 'a-file');
+  writeFileSync(file, '');
+  const cases = [
+    [
+      { XDG_CACHE_HOME: join(file, 'cache') },
+      /code cache not written to .* \(ENOTDIR\): every run compiles the bundle/,
+    ],
+    [{ XDG_CACHE_HOME: undefined, HOME: file }, /code cache not written to .* \(ENOTDIR\)/],
+    [{ XDG_CACHE_HOME: undefined, HOME: undefined }, /code cache not written: no HOME/],
+    [{ XDG_CACHE_HOME: 'relative/cache', HOME: undefined }, /code cache not written: no HOME/],
+  ] as const;
+  for (const [extra, report] of cases) {
+    const result = await queenctl(copy, extendArgs(), { QUEEN_CONFIG: join(scratch, 'no-config.yaml'), ...extra });
+    assert.equal(JSON.parse(result.stdout).renewed, 1);
+    assert.match(result.stderr, report);
+  }
+  // The installed copy, with the cache it ships: the same, whichever Node this is.
+  for (const [extra] of cases) {
+    const result = await queenctl(installed, extendArgs(), { QUEEN_CONFIG: join(scratch, 'no-config.yaml'), ...extra });
+    assert.equal(JSON.parse(result.stdout).renewed, 1);
+    assert.doesNotMatch(result.stderr, /error/i);
+  }
 });

@@ -154,7 +154,7 @@ const ROWS: Row[] = [
   {
     name: 'an unknown output format',
     args: ['x', '-o', 'csv'],
-    message: /-o\/--output takes table, wide, json, ndjson, yaml, not "csv"/,
+    message: /-o\/--output takes table, wide, json, ndjson, yaml, name, not "csv"/,
     verbs: INSPECT,
   },
   // --- tokens -----------------------------------------------------------------------------

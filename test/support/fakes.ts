@@ -1,5 +1,6 @@
 /** Test doubles: a clock that only moves when told, and IO that collects what was written. */
 import type { StdinLike } from '../../src/args.js';
+import type { Renewal } from '../../src/broker/contract.js';
 import type { Clock } from '../../src/clock.js';
 import type { IO, OutputStream } from '../../src/io.js';
 
@@ -72,4 +73,35 @@ export function bufferIO(
     quiet: options.quiet ?? false,
     verbose: false,
   };
+}
+
+/**
+ * A documented renewal answer as a fake broker gives it: renewed 1 and the expiry when the lease
+ * was live (`expiresAtMs` not null), renewed 0 and null expiries when not; the Date header in
+ * whole seconds of `brokerNowMs`, as the real one.
+ */
+export function fakeRenewal(leaseId: string, expiresAtMs: number | null, brokerNowMs: number): Renewal {
+  const live = expiresAtMs !== null;
+  const iso = live ? new Date(expiresAtMs).toISOString() : null;
+  return {
+    result: { leaseId, success: live, renewed: live ? 1 : 0, newExpiresAt: iso, expiresAt: iso, lease_expires_at: iso },
+    shape: 'documented',
+    reason: null,
+    expiresAtMs,
+    brokerDateMs: Math.floor(brokerNowMs / 1000) * 1000,
+  };
+}
+
+/** A sleep on `clock` that the request's signal cuts short, leaving no listener on it afterwards. */
+export async function pauseUnless(clock: Clock, ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return clock.sleep(ms);
+  const local = new AbortController();
+  const onAbort = (): void => local.abort(signal.reason);
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    await clock.sleep(ms, local.signal);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }

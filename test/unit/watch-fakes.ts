@@ -8,7 +8,7 @@ import type { Renewal } from '../../src/broker/contract.js';
 import { runWatch, type WatchOptions } from '../../src/commands/lease/watch.js';
 import { exitStatus } from '../../src/watch/process-group.js';
 import type { ChildExit, LaunchedCommand, LaunchSpec } from '../../src/watch/supervisor.js';
-import { bufferIO, FakeClock } from '../support/fakes.js';
+import { bufferIO, FakeClock, fakeRenewal } from '../support/fakes.js';
 
 export const S = 1000;
 
@@ -43,21 +43,7 @@ export function fakeBroker(clock: FakeClock) {
         broker.calls.push({ leaseId, at: now, outcome: live ? 'renewed' : 'not-held' });
         const expiresAtMs = live ? Math.max(current, now + seconds * S) : null;
         if (live) expiries.set(leaseId, expiresAtMs as number);
-        const iso = expiresAtMs === null ? null : new Date(expiresAtMs).toISOString();
-        return {
-          result: {
-            leaseId,
-            success: live,
-            renewed: live ? 1 : 0,
-            newExpiresAt: iso,
-            expiresAt: iso,
-            lease_expires_at: iso,
-          },
-          shape: 'documented',
-          reason: null,
-          expiresAtMs,
-          brokerDateMs: Math.floor(now / 1000) * 1000,
-        };
+        return fakeRenewal(leaseId, expiresAtMs, now);
       },
     },
   };

@@ -19,7 +19,7 @@ import {
   type WatchSummary,
   type WatchTiming,
 } from '../../src/renewal/scheduler.js';
-import { FakeClock } from '../support/fakes.js';
+import { FakeClock, fakeRenewal, pauseUnless } from '../support/fakes.js';
 
 const S = 1000;
 
@@ -105,7 +105,7 @@ class FakeBroker {
         if (outage?.kind === 'hang') {
           const sentAt = this.elapsed();
           while (this.outageNow()?.kind === 'hang' && this.elapsed() - sentAt < timeoutMs) {
-            await this.pause(Math.min(10, timeoutMs - (this.elapsed() - sentAt)), options.signal);
+            await pauseUnless(this.clock, Math.min(10, timeoutMs - (this.elapsed() - sentAt)), options.signal);
           }
           if (this.elapsed() - sentAt >= timeoutMs) throw new BrokerError(`no answer within ${timeoutMs}ms`, true);
         }
@@ -115,7 +115,7 @@ class FakeBroker {
           throw fault.error();
         }
         const latencyMs = this.latencyMs(this.inFlight);
-        if (latencyMs > 0) await this.pause(latencyMs, options.signal);
+        if (latencyMs > 0) await pauseUnless(this.clock, latencyMs, options.signal);
         // A broker that went down meanwhile does not answer what it had: the connection is cut.
         if (this.outageNow()?.kind === 'refused') throw new BrokerError('the connection was reset', true);
         return this.renew(leaseId, seconds);
@@ -125,19 +125,6 @@ class FakeBroker {
     },
   };
 
-  private async pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    if (!signal) return this.clock.sleep(ms);
-    const local = new AbortController();
-    const onAbort = (): void => local.abort(signal.reason);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      await this.clock.sleep(ms, local.signal);
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
-  }
-
   private renew(leaseId: string, seconds: number): Renewal {
     const now = this.clock.now();
     const current = this.expiries.get(leaseId);
@@ -145,21 +132,7 @@ class FakeBroker {
     if (current !== undefined && !live) this.lapses.add(leaseId);
     const expiresAtMs = live ? Math.max(current, now + seconds * S) : null;
     if (live) this.expiries.set(leaseId, expiresAtMs as number);
-    const iso = expiresAtMs === null ? null : new Date(expiresAtMs).toISOString();
-    return {
-      result: {
-        leaseId,
-        success: live,
-        renewed: live ? 1 : 0,
-        newExpiresAt: iso,
-        expiresAt: iso,
-        lease_expires_at: iso,
-      },
-      shape: 'documented',
-      reason: null,
-      expiresAtMs,
-      brokerDateMs: Math.floor(now / 1000) * 1000,
-    };
+    return fakeRenewal(leaseId, expiresAtMs, now);
   }
 }
 

@@ -18,7 +18,7 @@ import {
   type WatchSummary,
   type WatchTiming,
 } from '../../src/renewal/scheduler.js';
-import { FakeClock } from '../support/fakes.js';
+import { FakeClock, fakeRenewal, pauseUnless } from '../support/fakes.js';
 
 const S = 1000;
 
@@ -99,11 +99,11 @@ class FakeBroker {
           // An older broker with its database down: no answer until the database is back.
           const sentAt = this.elapsed();
           while (this.outageNow() === 'hang' && this.elapsed() - sentAt < timeoutMs) {
-            await this.pause(Math.min(10, timeoutMs - (this.elapsed() - sentAt)), options.signal);
+            await pauseUnless(this.clock, Math.min(10, timeoutMs - (this.elapsed() - sentAt)), options.signal);
           }
           if (this.elapsed() - sentAt >= timeoutMs) throw new BrokerError(`no answer within ${timeoutMs}ms`, true);
         }
-        if (this.latencyMs > 0) await this.pause(this.latencyMs, options.signal);
+        if (this.latencyMs > 0) await pauseUnless(this.clock, this.latencyMs, options.signal);
         if (this.refuseAuth)
           throw new AuthError('the broker refused the renewal (HTTP 403: Insufficient permissions)', 403);
         if (this.permanentError) throw this.permanentError;
@@ -114,20 +114,6 @@ class FakeBroker {
     },
   };
 
-  /** A sleep the request's signal cuts short, without leaving a listener on it afterwards. */
-  private async pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    if (!signal) return this.clock.sleep(ms);
-    const local = new AbortController();
-    const onAbort = (): void => local.abort(signal.reason);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      await this.clock.sleep(ms, local.signal);
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
-  }
-
   private renew(leaseId: string, seconds: number): Renewal {
     const now = this.brokerNow();
     const current = this.expiries.get(leaseId);
@@ -135,22 +121,7 @@ class FakeBroker {
     if (current !== undefined && !live && !this.lapses.includes(leaseId)) this.lapses.push(leaseId);
     const expiresAtMs = live ? Math.max(current, now + seconds * S) : null;
     if (live) this.expiries.set(leaseId, expiresAtMs as number);
-    const written = expiresAtMs === null ? null : expiresAtMs - this.expirySkewMs;
-    const iso = written === null ? null : new Date(written).toISOString();
-    return {
-      result: {
-        leaseId,
-        success: live,
-        renewed: live ? 1 : 0,
-        newExpiresAt: iso,
-        expiresAt: iso,
-        lease_expires_at: iso,
-      },
-      shape: 'documented',
-      reason: null,
-      expiresAtMs: written,
-      brokerDateMs: Math.floor(now / 1000) * 1000,
-    };
+    return fakeRenewal(leaseId, expiresAtMs === null ? null : expiresAtMs - this.expirySkewMs, now);
   }
 }
 

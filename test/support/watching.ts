@@ -1,0 +1,70 @@
+/**
+ * What the end-to-end tests of a large watch share: a watch of many leases read from standard
+ * input through the one process runner, its ndjson events parsed as they come, and counts.
+ */
+import { setMaxListeners } from 'node:events';
+import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import { startCli } from './cli.js';
+
+// The simulator's latency fault listens on one signal per request held: thousands at once.
+setMaxListeners(0);
+
+export interface WatchEventLine {
+  event: string;
+  leaseId?: string;
+  at: string;
+  [key: string]: unknown;
+}
+
+export interface Watching {
+  events(): WatchEventLine[];
+  stderr(): string;
+  /** Resolves once `check` holds for the output so far. */
+  until(check: () => boolean, what: string, timeoutMs?: number): Promise<void>;
+  kill(signal: NodeJS.Signals): void;
+  exited: Promise<number | null>;
+}
+
+export function watch(server: string, leaseIds: string[], args: string[], guardMs = 40_000): Watching {
+  const run = startCli(['lease', 'watch', '-', '--server', server, ...args], {
+    stdin: `${leaseIds.join('\n')}\n`,
+    timeoutMs: guardMs,
+  });
+  let parsed = 0;
+  const events: WatchEventLine[] = [];
+  return {
+    events() {
+      // Parsed as it comes: the output of thousands of leases is re-read many times.
+      const stdout = run.stdout();
+      const end = stdout.lastIndexOf('\n') + 1;
+      for (const line of stdout.slice(parsed, end).split('\n')) if (line) events.push(JSON.parse(line));
+      parsed = end;
+      return events;
+    },
+    stderr: () => run.stderr(),
+    async until(check, what, timeoutMs = 20_000) {
+      await run.until(() => (check() ? true : undefined), what, timeoutMs);
+    },
+    kill: (signal) => run.kill(signal),
+    exited: run.exited.then((result) => result.code),
+  };
+}
+
+export function mintMany(sim: Simulator, count: number, seconds: number): string[] {
+  return Array.from({ length: count }, () => sim.mint({ seconds }));
+}
+
+export const count = (events: WatchEventLine[], kind: string): number => events.filter((e) => e.event === kind).length;
+export const renewedIds = (events: WatchEventLine[]): Set<string> =>
+  new Set(events.filter((e) => e.event === 'renewed').map((e) => e.leaseId as string));
+/** Connection attempts the broker refused, as the client's -v trace tells them. */
+export const refusedAttempts = (stderr: string): number => stderr.match(/ECONNREFUSED/g)?.length ?? 0;
+
+export async function withSimulator(scenario: (sim: Simulator) => Promise<void>): Promise<void> {
+  const sim = await startSimulator({ tokens: null, logLimit: 100 });
+  try {
+    await scenario(sim);
+  } finally {
+    await sim.close();
+  }
+}
