@@ -10,7 +10,7 @@ import { parseGroupList } from '../../src/broker/consumer-groups.js';
 import { FAILURE_HINTS, parseRenewal, statusError, type RawAnswer } from '../../src/broker/contract.js';
 import { withRetries } from '../../src/broker/retry.js';
 import { runExtend } from '../../src/commands/lease/extend.js';
-import { QueenctlError } from '../../src/exit.js';
+import { BrokerError, QueenctlError } from '../../src/exit.js';
 import { errorMessage } from '../../src/output/words.js';
 import { bufferIO, FakeClock, instantClock } from '../support/fakes.js';
 import { startWatch } from './watch-fakes.js';
@@ -38,6 +38,14 @@ const cases: Array<[string, RawAnswer, RegExp]> = [
   ['500 renew failed', answer(500, '{"error":"renew failed: deadlock detected"}'), DATABASE],
   ['500, anything else', answer(500, '{"error":"connection to server was lost"}'), DATABASE],
 ];
+
+/** What the client reports when a request's deadline passes with no answer. */
+const timedOut = (ms: number): BrokerError =>
+  new BrokerError(
+    `no answer from ${SERVER} within ${ms}ms`,
+    true,
+    'raise --timeout, or check the broker and its database',
+  );
 
 function hintOf(error: unknown): string {
   assert.ok(error instanceof QueenctlError, String(error));
@@ -151,6 +159,27 @@ describe('failure hints: printed after retries', () => {
       assert.match((lines[failed + 1] ?? '').replace(/^ {2}/, ''), hint);
     });
   }
+
+  it("watch: the last try, cut short by the lease's own deadline, does not replace the broker's answer", async () => {
+    // Every try gets a 503 at once, but the last ones, sent with little of the lease's time left,
+    // hang until their deadline: that timeout says nothing about the broker the 503s did not.
+    const w = startWatch({
+      leaseIds: ['a'],
+      setup: (broker) => {
+        broker.client.extend = (_leaseId, _seconds, options) => {
+          if ((options?.timeoutMs ?? 0) >= 500) return Promise.reject(statusError(answer(503), SERVER));
+          return new Promise((_resolve, reject) =>
+            w.clock.sleep(options?.timeoutMs ?? 0).then(() => reject(timedOut(options?.timeoutMs ?? 0))),
+          );
+        };
+      },
+      options: { requestTimeoutMs: 10_000, seconds: 3 },
+    });
+    await w.advance(4_000);
+    assert.equal(w.status(), 2);
+    assert.match(w.io.stderr.text, /could not be watched: no renewal succeeded within 3s of starting: .*HTTP 503/);
+    assert.match(w.io.stderr.text, new RegExp(`\n  ${UNAVAILABLE.source.slice(1, -1)}\n`));
+  });
 
   it('watch: a lease that could not be watched for a 503 says what to check', async () => {
     const w = startWatch({
