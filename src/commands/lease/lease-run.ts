@@ -95,7 +95,8 @@ export async function runLeaseRequests<R extends object>(
     },
   );
   if (summary.inputError) codes.add(ExitCode.Usage);
-  if (summary.stoppedBy === 'signal') codes.add(signalExitCode(runtime.signal.reason));
+  // Also when every id was already sent: the answers the signal cut short are unknown.
+  if (runtime.signal.aborted) codes.add(signalExitCode(runtime.signal.reason));
 
   // Stopped before any lease had a record (a bad first id on standard input, a signal): stdout
   // stays empty. An empty `[]` would read as "nothing failed" to `jq 'all(.renewed > 0)'`.
