@@ -252,7 +252,8 @@ async function benchBulk(url: string, control: SimulatorControl): Promise<void> 
   const perLease = full.wallMs / ids.length;
   if (hasCurl) {
     const sample = ids.slice(0, SIZES.curlSample);
-    const script = `for id in ${sample.join(' ')}; do curl -sS -o /dev/null -X POST -H 'content-type: application/json' -d '{"seconds":60}' "${url}/api/v1/lease/$id/extend"; done`;
+    const curl = `curl -sS -o /dev/null -X POST -H 'content-type: application/json' -d '{"seconds":60}'`;
+    const script = `for id in ${sample.join(' ')}; do ${curl} "${url}/api/v1/lease/$id/extend"; done`;
     const curlMs = timeOnce(pinned(0, ['bash', '-c', script])) / sample.length;
     const ratio = perLease / curlMs;
     rows.push({
@@ -547,7 +548,12 @@ try {
   sim.stop();
 }
 
-const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} CPUs, Node ${process.version}${canPin ? ', pinned with taskset' : ', not pinned (no taskset)'}${hasCurl ? '' : ', no curl: curl rows skipped'}`;
-const report = `${table()}\n\n${quick ? "Quick run (smoke test sizes; the figures are not the targets' measurements). " : ''}Machine: ${machine}. ${new Date().toISOString().slice(0, 10)}.\n`;
+const machine = [
+  `${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} CPUs, Node ${process.version}`,
+  canPin ? ', pinned with taskset' : ', not pinned (no taskset)',
+  hasCurl ? '' : ', no curl: curl rows skipped',
+].join('');
+const quickNote = quick ? "Quick run (smoke test sizes; the figures are not the targets' measurements). " : '';
+const report = `${table()}\n\n${quickNote}Machine: ${machine}. ${new Date().toISOString().slice(0, 10)}.\n`;
 process.stdout.write(report);
 if (flags.out) writeFileSync(flags.out, report);

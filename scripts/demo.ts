@@ -95,7 +95,8 @@ esac`,
   sim.setShape('array');
   step(
     '6. An older broker',
-    'Older brokers answer with an array; queenctl maps it to the same six keys (renewed is 1 or 0) and shows their reason.',
+    'Older brokers answer with an array; queenctl maps it to the same six keys (renewed is 1 or 0) ' +
+      'and shows their reason.',
   );
   await run(`queenctl lease extend ${batch[1]} lost-lease-id -o wide`, env);
   sim.setShape('documented');
@@ -128,13 +129,12 @@ esac`,
   const doomed = sim.mint({ seconds: 6 });
   step(
     '10. A lease lost in the middle of a job',
-    'Another worker acks the batch after 2 s: watch sees renewed 0, stops the job (SIGTERM to its process group) and exits 4.',
+    'Another worker acks the batch after 2 s: watch sees renewed 0, stops the job (SIGTERM to its process group) ' +
+      'and exits 4.',
   );
   const release = setTimeout(() => sim.release(doomed), 2_000);
-  await run(
-    `queenctl lease watch ${doomed} --seconds 6 --every 1s -- sh -c 'trap "echo job: stopping cleanly; exit 143" TERM; while :; do sleep 0.2; done'`,
-    env,
-  );
+  const stoppable = `sh -c 'trap "echo job: stopping cleanly; exit 143" TERM; while :; do sleep 0.2; done'`;
+  await run(`queenctl lease watch ${doomed} --seconds 6 --every 1s -- ${stoppable}`, env);
   clearTimeout(release);
 
   process.stdout.write(`\n${bold('Done.')} Next: npm test, and queenctl lease --help.\n`);

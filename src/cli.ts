@@ -8,7 +8,7 @@ import { completeCommand, completionCommand } from './commands/completion.js';
 import { configCommand } from './commands/config/index.js';
 import { leaseCommand } from './commands/lease/index.js';
 import { globalContext, addGlobalOptions } from './commands/globals.js';
-import { ExitCode, QueenctlError, UsageError } from './exit.js';
+import { ExitCode, QueenctlError, UsageError, signalExitCode } from './exit.js';
 import { errorMessage } from './output/words.js';
 import { VERSION } from './version.js';
 
@@ -23,19 +23,25 @@ export async function main(argv: string[]): Promise<void> {
   const onSignal = (signal: NodeJS.Signals): void => {
     if (relay) return relay(signal);
     // A second signal means "now": the first one is still finishing in-flight requests.
-    if (signalled) process.exit(signal === 'SIGTERM' ? ExitCode.Terminated : ExitCode.Interrupted);
+    if (signalled) process.exit(signalExitCode(signal));
     signalled = signal;
     controller.abort(signal);
   };
   process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
+  // SIGHUP (the terminal or the ssh session went away) is caught only by the verbs that talk to
+  // the broker: they take it as SIGINT (stop issuing, report, exit 129), and a watch passes it on
+  // to its command. Everywhere else (config, completion) it ends queenctl at once, as by default.
+  let catchingHangup = false;
+  const catchHangup = (): void => {
+    if (catchingHangup) return;
+    catchingHangup = true;
+    process.on('SIGHUP', onSignal);
+  };
   const relaySignals = (listener: (signal: NodeJS.Signals) => void): (() => void) => {
     relay = listener;
-    // SIGHUP is only caught while there is a command to pass it to; otherwise it ends queenctl.
-    process.on('SIGHUP', onSignal);
+    catchHangup();
     return () => {
-      if (relay !== listener) return;
-      relay = null;
-      process.off('SIGHUP', onSignal);
+      if (relay === listener) relay = null;
     };
   };
   // A reader that went away (`| head -1`) ends the run quietly, as SIGPIPE would; a watch with
@@ -63,6 +69,7 @@ export async function main(argv: string[]): Promise<void> {
     signal: controller.signal,
     argvAfterDashDash: argv.includes('--') ? argv.slice(argv.indexOf('--') + 1) : null,
     relaySignals,
+    catchHangup,
     setExitCode: (code: number) => {
       process.exitCode = code;
     },
@@ -113,7 +120,7 @@ Examples:
   } catch (error) {
     process.exitCode = exitCodeFor(error);
   }
-  if (signalled) process.exitCode = signalled === 'SIGTERM' ? ExitCode.Terminated : ExitCode.Interrupted;
+  if (signalled) process.exitCode = signalExitCode(signalled);
 }
 
 /**

@@ -14,12 +14,21 @@ export const ExitCode = {
   Auth: 3,
   /** Lease not held: the broker answered and renewed nothing, even at HTTP 200. */
   NotHeld: 4,
-  /** Watch stopped by SIGINT. */
+  /** Stopped by SIGHUP: the terminal or session went away (a lease verb; a watch without a command). */
+  HungUp: 129,
+  /** Stopped by SIGINT. */
   Interrupted: 130,
-  /** Watch stopped by SIGTERM. */
+  /** Stopped by SIGTERM. */
   Terminated: 143,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** 128 + the signal's number, as a shell reports a process a signal ended (contract, Exit codes). */
+export function signalExitCode(signal: unknown): ExitCode {
+  if (signal === 'SIGTERM') return ExitCode.Terminated;
+  if (signal === 'SIGHUP') return ExitCode.HungUp;
+  return ExitCode.Interrupted;
+}
 
 /** An error whose message is meant for people and whose exit code is meant for scripts. */
 export class QueenctlError extends Error {
@@ -77,13 +86,16 @@ export function combineExitCodes(codes: Iterable<ExitCode>): ExitCode {
   return PRECEDENCE.find((code) => seen.has(code)) ?? ExitCode.Ok;
 }
 
+const SIGNAL_CODES: readonly ExitCode[] = [ExitCode.HungUp, ExitCode.Interrupted, ExitCode.Terminated];
+
 /**
  * The status of a run over several leases: a signal first, then 3, 2, 4 as the contract ranks
  * them. A bad id read from standard input (after some leases were sent) only replaces 0: a
  * lease found lost must never hide behind "usage error".
  */
 export function runExitCode(codes: ReadonlySet<ExitCode>): ExitCode {
-  if (codes.has(ExitCode.Interrupted)) return ExitCode.Interrupted;
+  const signalled = SIGNAL_CODES.find((code) => codes.has(code));
+  if (signalled !== undefined) return signalled;
   const outcome = combineExitCodes(codes);
   return codes.has(ExitCode.Usage) && outcome === ExitCode.Ok ? ExitCode.Usage : outcome;
 }

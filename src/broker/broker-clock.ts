@@ -57,7 +57,8 @@ export function timeZoneSuspicion(renewal: Renewal, requestedSeconds: number): s
   if (shortByMs < 60_000) return null;
   const hours = shortByMs / 3_600_000;
   const gap = hours >= 1 ? `${Math.round(hours * 10) / 10}h` : `${Math.round(shortByMs / 60_000)}m`;
-  const said = `the broker reported an expiry ${gap} earlier than its own clock allows (Date: ${new Date(brokerDateMs).toISOString()})`;
+  const date = new Date(brokerDateMs).toISOString();
+  const said = `the broker reported an expiry ${gap} earlier than its own clock allows (Date: ${date})`;
   // Time zones are whole or half hours, at most 14 from UTC; anything else is another fault.
   const halfHours = shortByMs / 1_800_000;
   const zoneLike = hours <= 14.5 && Math.abs(halfHours - Math.round(halfHours)) < 0.1;

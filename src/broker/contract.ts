@@ -81,11 +81,6 @@ export function retryAfterMs(headers: RawAnswer['headers']): number | undefined 
   return Math.max(0, at - date);
 }
 
-/**
- * Judges a non-200 answer. Which failures are transient (safe and useful to retry) follows
- * the outcome table of docs/broker.md: a renewal takes the later of two deadlines, so repeating
- * one never shortens a lease.
- */
 /** What a route's failures are called: the renewal's words unless a route says otherwise. */
 export interface RouteWords {
   /** "the renewal", "the listing of consumer groups" */
@@ -102,6 +97,24 @@ const RENEWAL_WORDS: RouteWords = {
   route: 'lease route',
 };
 
+/**
+ * What to check when the broker, or what stands in front of it, keeps failing: the hint of the
+ * final error once retries are spent, in the same words for every verb and route.
+ */
+export const FAILURE_HINTS = {
+  /** 429: a rate limit, most often a proxy's or a load balancer's. */
+  rateLimited: 'check the rate limits of the proxy or load balancer in front of the broker, or lower --concurrency',
+  /** 502, 503, 504 and other 5xx: what a proxy says when the broker behind it does not answer. */
+  unavailable: 'check the proxy or load balancer in front of the broker, and whether the broker is down or restarting',
+  /** 500, `500 pool`, a failed query: the broker is up, its database is not keeping up. */
+  database: "check the broker's database (down, or its connection pool exhausted) and the broker's log",
+} as const;
+
+/**
+ * Judges a non-200 answer. Which failures are transient (safe and useful to retry) follows
+ * the outcome table of docs/broker.md: a renewal takes the later of two deadlines, so repeating
+ * one never shortens a lease.
+ */
 export function statusError(
   answer: RawAnswer,
   server: string,
@@ -138,10 +151,20 @@ export function statusError(
     );
   }
   if (status === 500 && said === 'pool') {
-    return new BrokerError('the broker had no database connection free (HTTP 500 pool)', true, undefined, status);
+    return new BrokerError(
+      'the broker had no database connection free (HTTP 500 pool)',
+      true,
+      FAILURE_HINTS.database,
+      status,
+    );
   }
   if (status === 500 && said?.startsWith('renew failed')) {
-    return new BrokerError(`the broker's renewal query failed (HTTP 500: ${said})`, false, undefined, status);
+    return new BrokerError(
+      `the broker's renewal query failed (HTTP 500: ${said})`,
+      false,
+      FAILURE_HINTS.database,
+      status,
+    );
   }
   // A rate limit or an overload with Retry-After says when to come back (see broker/retry.ts).
   const retryAfter = status === 429 || status === 503 ? retryAfterMs(answer.headers) : undefined;
@@ -150,19 +173,14 @@ export function statusError(
     return new BrokerError(
       `the broker, or a proxy in front of it, is rate-limiting requests (HTTP 429${saidText})${asked}`,
       true,
-      'lower --concurrency, or ask whoever runs the broker about its rate limit',
+      FAILURE_HINTS.rateLimited,
       status,
       retryAfter,
     );
   }
   const transient = status === 502 || status === 503 || status === 504;
-  return new BrokerError(
-    `the broker answered HTTP ${status}${saidText}${asked}`,
-    transient,
-    undefined,
-    status,
-    retryAfter,
-  );
+  const hint = status === 500 ? FAILURE_HINTS.database : status > 500 ? FAILURE_HINTS.unavailable : undefined;
+  return new BrokerError(`the broker answered HTTP ${status}${saidText}${asked}`, transient, hint, status, retryAfter);
 }
 
 function outsideContract(what: string, body: string): BrokerError {
@@ -270,7 +288,7 @@ export function parseRenewal(leaseId: string, answer: RawAnswer, server: string)
   if (parsed.success === false && typeof parsed.error === 'string') {
     // A failed database query comes back as 200 {success:false,error} without `renewed`
     // (docs/broker.md#query-failure-at-200): the broker failed, which says nothing about the lease.
-    throw new BrokerError(`the broker could not run the renewal: ${parsed.error}`, false);
+    throw new BrokerError(`the broker could not run the renewal: ${parsed.error}`, false, FAILURE_HINTS.database);
   }
   throw outsideContract("neither renewed nor an older broker's array", answer.body);
 }

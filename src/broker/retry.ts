@@ -51,13 +51,11 @@ export function retryWaitMs(
 /** The error a Retry-After too long to wait for ends with: what the broker asked, and what to do. */
 function tooLongToWait(error: BrokerError, policy: RetryPolicy): BrokerError {
   const limitS = Math.round((policy.maxRetryAfterMs ?? policy.maxDelayMs) / 1000);
-  return new BrokerError(
-    error.message,
-    error.transient,
-    `that is longer than --timeout (${limitS}s) allows waiting; try again then, or raise --timeout to wait for it`,
-    error.status,
-    error.retryAfterMs,
-  );
+  const limit = `--timeout (${limitS}s)`;
+  const wait = `that is longer than ${limit} allows waiting; try again then, or raise --timeout to wait for it`;
+  // What to check stays: a rate limit that asks for minutes is worth looking at too.
+  const hint = error.hint ? `${wait}\n  ${error.hint}` : wait;
+  return new BrokerError(error.message, error.transient, hint, error.status, error.retryAfterMs);
 }
 
 export interface RetryContext {

@@ -272,9 +272,11 @@ function described(names: string[], description: string): string[] {
 
 function zshScript(name: string, root: CommandSpec): string {
   const fn = `_${name.replace(/[^A-Za-z0-9_]/g, '_')}`;
+  const subcommands = (spec: CommandSpec): string =>
+    spec.children.flatMap((child) => described([child.name], child.description)).join(' ');
   return `#compdef ${name}
 ${header('zsh', name, `source <(${name} completion zsh), after compinit`)}
-${shellTables(`${fn}_commands`, root, (spec) => `reply=(${spec.children.flatMap((child) => described([child.name], child.description)).join(' ')})`)}
+${shellTables(`${fn}_commands`, root, (spec) => `reply=(${subcommands(spec)})`)}
 ${shellTables(
   `${fn}_flags`,
   root,
@@ -354,10 +356,10 @@ function fishScript(name: string, root: CommandSpec): string {
   const fn = `__${name.replace(/[^A-Za-z0-9_]/g, '_')}`;
   const specs = everyCommand(root);
   const lines: string[] = [];
-  const commandArms = specs.map(
-    (spec) =>
-      `        case ${fq(spec.path)}\n            printf '%s\\n' ${spec.children.map((child) => fq(child.name)).join(' ')}`,
-  );
+  const commandArms = specs.map((spec) => {
+    const children = spec.children.map((child) => fq(child.name)).join(' ');
+    return `        case ${fq(spec.path)}\n            printf '%s\\n' ${children}`;
+  });
   const valueArms = specs.flatMap((spec) => {
     const names = flagsAt(root, spec.path)
       .filter((flag) => flag.value !== null)

@@ -117,6 +117,11 @@ export interface ProcessPorts {
    * a watched command is running and queenctl must wait for it. Returns the release.
    */
   relaySignals(listener: (signal: NodeJS.Signals) => void): () => void;
+  /**
+   * From now on SIGHUP aborts `signal` as SIGINT does (exit 129), instead of ending the process
+   * at once: a verb that talks to the broker reports what it did, a watch its `stopped` events.
+   */
+  catchHangup(): void;
   /** An ExitCode, or a watched command's own status. */
   setExitCode(code: number): void;
 }
@@ -182,6 +187,7 @@ export function decideColor(flag: boolean | undefined, env: NodeJS.ProcessEnv, i
 export function globalContext(ports: ProcessPorts, version: string): GlobalContext {
   return {
     async run(command, verb, options = {}) {
+      ports.catchHangup();
       const flags = command.optsWithGlobals<GlobalFlags>();
       const stdoutIsTTY = Boolean(ports.stdout.isTTY);
       const resolved = resolveFormat(flags.output, stdoutIsTTY);

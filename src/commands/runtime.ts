@@ -8,6 +8,6 @@ export interface Runtime<Client = Pick<BrokerClient, 'extend' | 'server'>> {
   io: IO;
   client: Client;
   clock: Clock;
-  /** Aborted by SIGINT/SIGTERM: verbs stop issuing requests and report what was done. */
+  /** Aborted by SIGINT, SIGTERM or SIGHUP (its reason): verbs stop issuing requests and report what was done. */
   signal: AbortSignal;
 }

@@ -80,10 +80,11 @@ export class RunReport {
     for (const [reason, group] of this.notHeld) {
       notHeldCount += group.count;
       const said = reason ? ` (broker said: ${reason})` : '';
+      const plural = this.failure.replace(/^was/, 'were').replace(/^is/, 'are');
       lines.push(
         group.count === 1
           ? `queenctl: lease ${group.examples[0]} ${this.failure}${said}.\n`
-          : `queenctl: ${group.count} leases ${this.failure.replace(/^was/, 'were').replace(/^is/, 'are')}${said}: ${some(group)}.\n`,
+          : `queenctl: ${group.count} leases ${plural}${said}: ${some(group)}.\n`,
       );
     }
     if (notHeldCount > 0) lines.push(`  ${lostLeaseMeaning(notHeldCount > 1)}\n  ${LOST_LEASE_ACTION}\n`);
@@ -96,7 +97,8 @@ export class RunReport {
       lines.push('queenctl: stopped at the first refusal: the remaining lease ids were not sent\n');
     if (!single && summary.stoppedBy === 'broker') {
       lines.push(
-        `queenctl: stopped ${this.done()}: the broker kept failing; the remaining lease ids were not sent (rerun them once it answers)\n`,
+        `queenctl: stopped ${this.done()}: the broker kept failing; ` +
+          'the remaining lease ids were not sent (rerun them once it answers)\n',
       );
     }
     if (summary.stoppedBy === 'signal')

@@ -3,6 +3,7 @@
  *
  * - `events`: `-o json`/`-o ndjson`, one event object per line on stdout, as the contract fixes.
  *   Only errors (a lost lease, a refusal) and warnings go to stderr.
+ * - `yaml`: `-o yaml`, the same events as YAML documents, `---` between them; stderr as above.
  * - `spinner`: a terminal and no command to share it with: one ora line on stderr with the
  *   lease, renewals so far, time to expiry, time to the next renewal and the last error;
  *   retries, losses and notes are printed above it.
@@ -28,7 +29,12 @@ import type { WatchFailure, WatchStatus } from '../renewal/scheduler.js';
 import { formatDuration } from './duration.js';
 import { LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
 
-export type WatchOutputMode = 'events' | 'spinner' | 'log' | 'quiet';
+export type WatchOutputMode = 'events' | 'yaml' | 'spinner' | 'log' | 'quiet';
+
+/** The modes that print the event stream on stdout, which a command must then leave alone. */
+export function printsEvents(mode: WatchOutputMode): boolean {
+  return mode === 'events' || mode === 'yaml';
+}
 
 export interface WatchRenderer {
   event(event: WatchEvent): void;
@@ -58,6 +64,7 @@ export interface WatchRendererOptions {
 /**
  * Machine events when asked for, or in a pipe without a command (contract: JSON when stdout is
  * not a terminal). With a command and no -o, stdout is the command's: events go to stderr.
+ * YAML is only ever asked for (-o yaml), so it always gets the stream, -q or not.
  */
 export function watchOutputMode(choice: {
   format: 'table' | 'wide' | 'json' | 'ndjson' | 'yaml' | null;
@@ -69,6 +76,7 @@ export function watchOutputMode(choice: {
 }): WatchOutputMode {
   const { format } = choice;
   if (format === null) return 'quiet';
+  if (format === 'yaml') return 'yaml';
   if ((format === 'json' || format === 'ndjson') && (choice.outputGiven || !choice.hasCommand)) return 'events';
   if (choice.quiet) return 'quiet';
   if (choice.hasCommand || !choice.stderrIsTTY || choice.term === 'dumb') return 'log';
@@ -92,7 +100,8 @@ export function lostWords(event: LostEvent): string {
 function retryWords(event: RetryEvent): string {
   const left =
     event.remainingMs === null ? 'not renewed yet' : `${formatDuration(event.remainingMs)} left on the lease`;
-  return `lease ${event.leaseId}: ${event.error}; retry ${event.attempt} in ${formatDuration(event.retryInMs)} (${left})`;
+  const retry = `retry ${event.attempt} in ${formatDuration(event.retryInMs)}`;
+  return `lease ${event.leaseId}: ${event.error}; ${retry} (${left})`;
 }
 
 function stoppedWords(event: StoppedEvent): string {
@@ -201,7 +210,10 @@ export function watchFailureMessage(failure: WatchFailure, count: number): strin
 }
 
 export function tokenOnCommandLineHint(): string {
-  return '--token on the command line shows in ps to every user for as long as the watch runs; use QUEEN_TOKEN or --token-file';
+  return (
+    '--token on the command line shows in ps to every user for as long as the watch runs; ' +
+    'use QUEEN_TOKEN or --token-file'
+  );
 }
 
 export function everyTooLongWarning(everyMs: number, seconds: number, marginMs: number): string {
@@ -235,19 +247,20 @@ export function childExitedNote(command: string, exit: ChildExit): string {
 
 export function forwardedNote(signal: NodeJS.Signals, command: string, killAfterMs: number): string {
   const limit = signal === 'SIGHUP' ? '' : `, SIGKILL in ${formatDuration(killAfterMs)} if it ignores it`;
-  return `${signal}: passed on to ${command} and its process group; waiting for it to exit${limit} (renewal goes on meanwhile)`;
+  return (
+    `${signal}: passed on to ${command} and its process group; ` +
+    `waiting for it to exit${limit} (renewal goes on meanwhile)`
+  );
 }
 
 export function stoppingChildOnLoss(command: string, killAfterMs: number): string {
-  return line(
-    `stopping ${command}: SIGTERM to its process group now, SIGKILL in ${formatDuration(killAfterMs)} if it is still running`,
-  );
+  const kill = `SIGKILL in ${formatDuration(killAfterMs)} if it is still running`;
+  return line(`stopping ${command}: SIGTERM to its process group now, ${kill}`);
 }
 
 export function stoppingChildOnRefusal(command: string, killAfterMs: number): string {
-  return line(
-    `stopping ${command}: the lease cannot be renewed any more; SIGTERM to its process group, SIGKILL in ${formatDuration(killAfterMs)}`,
-  );
+  const stop = `SIGTERM to its process group, SIGKILL in ${formatDuration(killAfterMs)}`;
+  return line(`stopping ${command}: the lease cannot be renewed any more; ${stop}`);
 }
 
 export function killedAfterNote(command: string, killAfterMs: number): string {
@@ -316,6 +329,25 @@ function canSpin(stream: OutputStream): boolean {
   return Boolean(stream.isTTY) && moves && (tty.columns ?? 0) > 0;
 }
 
+const ndjsonEvent = (event: WatchEvent): string => `${JSON.stringify(event)}\n`;
+
+/**
+ * Each event as one YAML document with the keys of its JSON form, `---` between documents as
+ * `kubectl get -w -o yaml` prints them. yaml is loaded only here: only -o yaml pays for it.
+ */
+async function yamlDocuments(): Promise<(event: WatchEvent) => string> {
+  const { stringify } = await import('yaml');
+  let first = true;
+  return (event) => {
+    const document = stringify(event, { lineWidth: 0 });
+    if (first) {
+      first = false;
+      return document;
+    }
+    return `---\n${document}`;
+  };
+}
+
 export async function watchRenderer(options: WatchRendererOptions): Promise<WatchRenderer> {
   const { stdout, stderr } = options;
   const mode = options.mode === 'spinner' && !canSpin(stderr) ? 'log' : options.mode;
@@ -326,10 +358,11 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     stderr.write(lostMeaning());
   };
 
-  if (mode === 'events' || mode === 'quiet') {
+  if (mode === 'events' || mode === 'yaml' || mode === 'quiet') {
+    const serialize = mode === 'events' ? ndjsonEvent : mode === 'yaml' ? await yamlDocuments() : null;
     return {
       event(event) {
-        if (mode === 'events') stdout.write(`${JSON.stringify(event)}\n`);
+        if (serialize) stdout.write(serialize(event));
         // A loss is the one event people must see whatever was asked for. Errors that end a
         // lease's watch are summed up once by the command instead of once per lease.
         if (event.event !== 'lost') return;

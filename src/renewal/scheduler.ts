@@ -161,6 +161,9 @@ export function isOutage(error: unknown): error is BrokerError {
  */
 const MAX_UNANSWERED = 16;
 
+/** A request's timer may fire a little before the clock reads its deadline. */
+const TIMER_SLACK_MS = 10;
+
 /** After warning that the watch cannot keep up, warn again only once it has kept up this long. */
 const CAPACITY_QUIET_MS = 10 * 60_000;
 
@@ -433,13 +436,21 @@ export class RenewalScheduler {
     lease.phase = 'renewing';
     this.inFlight++;
     const timeoutMs = Math.max(1, Math.min(this.timing.requestTimeoutMs, Math.floor(lease.deadline - now)));
+    // Cut to the lease's deadline: running out of that time says the lease ran out, not the broker.
+    const cutAt = timeoutMs < this.timing.requestTimeoutMs ? now + timeoutMs : null;
     this.context.client.extend(lease.leaseId, this.timing.seconds, { timeoutMs, signal: this.requests.signal }).then(
       (renewal) => this.settle(lease, now, renewal, null),
-      (error: unknown) => this.settle(lease, now, null, error),
+      (error: unknown) => this.settle(lease, now, null, error, cutAt),
     );
   }
 
-  private settle(lease: LeaseState, sentAt: number, renewal: Renewal | null, error: unknown): void {
+  private settle(
+    lease: LeaseState,
+    sentAt: number,
+    renewal: Renewal | null,
+    error: unknown,
+    cutAt: number | null = null,
+  ): void {
     this.inFlight--;
     const probe = this.probing === lease;
     if (probe) this.probing = null;
@@ -450,7 +461,8 @@ export class RenewalScheduler {
           this.brokerAnswered(now, sentAt, 'answered');
           this.renewed(lease, sentAt, now, renewal);
         } else {
-          this.failedAttempt(lease, now, sentAt, error, probe);
+          const outlived = cutAt !== null && now >= cutAt - TIMER_SLACK_MS;
+          this.failedAttempt(lease, now, sentAt, error, probe, outlived);
         }
         this.dispatch(now);
       } else if (probe) {
@@ -496,7 +508,15 @@ export class RenewalScheduler {
     });
   }
 
-  private failedAttempt(lease: LeaseState, now: number, sentAt: number, error: unknown, probe: boolean): void {
+  /** `outlived`: the request ran out of the time the lease had left, not out of --timeout. */
+  private failedAttempt(
+    lease: LeaseState,
+    now: number,
+    sentAt: number,
+    error: unknown,
+    probe: boolean,
+    outlived = false,
+  ): void {
     this.lastErrorAt = now;
     if (error instanceof AuthError) {
       this.refused = error;
@@ -504,7 +524,9 @@ export class RenewalScheduler {
       return this.end('error', error.message);
     }
     if (!(error instanceof QueenctlError)) throw error;
-    lease.lastError = error;
+    // What the broker said before stays what the lease is reported lost or failed with (and
+    // its hint what to check): a timeout at the lease's own deadline adds nothing to it.
+    if (!(outlived && lease.lastError)) lease.lastError = error;
     this.lastError = error.message;
     if (isOutage(error)) {
       if (this.outageFailure(lease, now, sentAt, error, probe)) return;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import type { Simulator } from '../../tools/simulator/index.js';
-import { runCli } from '../support/cli.js';
+import { runCli, startCli } from '../support/cli.js';
 import { sharedSimulator } from '../support/shared.js';
 
 const SIX_KEYS = ['leaseId', 'success', 'renewed', 'newExpiresAt', 'expiresAt', 'lease_expires_at'];
@@ -232,6 +232,33 @@ describe('lease extend: refusals and broker failures', () => {
     assert.equal(result.code, 2);
     assert.match(result.stderr, /connection refused/);
     assert.match(result.stderr, /--server, QUEEN_SERVER or the context/);
+  });
+});
+
+describe('lease extend: a hangup', () => {
+  it('SIGHUP mid-run is taken as SIGINT: stops issuing, reports what was done, exits 129', async () => {
+    // 1,000 ids at 4 in flight and 200 ms an answer: 50 s of work, so the signal finds it running.
+    const ids = Array.from({ length: 1_000 }, () => sim.mint());
+    sim.inject({ kind: 'latency', ms: 200 });
+    const run = startCli(['lease', 'extend', '-', '--concurrency', '4', '-o', 'ndjson', '--server', sim.url], {
+      stdin: `${ids.join('\n')}\n`,
+    });
+    await run.waitForStdout(/^(.*\n){3}/);
+    run.kill('SIGHUP');
+    const result = await run.exited;
+    assert.equal(result.signal, null, 'ended by itself, not killed by the signal');
+    assert.equal(result.code, 129, result.stderr);
+    const records = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { leaseId: string });
+    assert.ok(records.length < ids.length, 'stopped issuing');
+    assert.deepEqual(
+      records.map((record) => record.leaseId),
+      ids.slice(0, records.length),
+    );
+    const done = /^queenctl: interrupted after \d+ lease ids: \d+ renewed, 0 not renewed, \d+ unknown; the remaining/m;
+    assert.match(result.stderr, done);
   });
 });
 

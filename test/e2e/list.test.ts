@@ -5,8 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { BIN, runCli, runShell, type CliResult } from '../support/cli.js';
+import { BIN, runCli, runShell, startCli, type CliResult } from '../support/cli.js';
 
 async function withSimulator(body: (sim: Simulator) => Promise<void>): Promise<void> {
   const sim = await startSimulator();
@@ -349,6 +350,39 @@ describe('lease list', { concurrency: true }, () => {
       const watched = await runCli(['lease', 'watch', held, '--server', sim.url, '-o', 'name']);
       assert.equal(watched.code, 1);
       assert.match(watched.stderr, /-o name prints lease ids, and watch prints events/);
+    }));
+
+  it('a signal while the listing or its --expiry probe waits for the broker: nothing listed, 129 on SIGHUP', () =>
+    withSimulator(async (sim) => {
+      const leaseId = sim.mint({ queue: 'orders', seconds: 120 });
+      const cases = [
+        // The consumer-group routes hang: the listing itself waits.
+        { args: [], fault: { kind: 'hang' } as const, signal: 'SIGHUP', code: 129 },
+        // Only the lease's extend route hangs: the listing is read, the probe waits.
+        { args: ['--expiry'], fault: { kind: 'hang', leaseId } as const, signal: 'SIGHUP', code: 129 },
+        { args: ['--expiry'], fault: { kind: 'hang', leaseId } as const, signal: 'SIGINT', code: 130 },
+      ] as const;
+      for (const { args, fault, signal, code } of cases) {
+        sim.clearFaults();
+        sim.resetLog();
+        sim.inject(fault);
+        const run = startCli(['lease', 'list', '--server', sim.url, '-o', 'json', ...args]);
+        // The simulator logs a request as it arrives: the one that hangs is the last.
+        const hanging = args.length > 0 ? 2 : 1;
+        for (const deadline = Date.now() + 30_000; sim.log.length < hanging; await delay(20))
+          assert.ok(Date.now() < deadline, `the request that hangs never came\n${run.stderr()}`);
+        run.kill(signal);
+        const result = await run.exited;
+        const what = `${signal} ${args.join(' ')}: ${result.stderr}`;
+        assert.equal(result.code, code, what);
+        assert.equal(result.stdout, '', what);
+        assert.match(
+          result.stderr,
+          /^queenctl: interrupted before the listing was complete; nothing was listed$/m,
+          what,
+        );
+        assert.doesNotMatch(result.stderr, /internal error/, what);
+      }
     }));
 });
 

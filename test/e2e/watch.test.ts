@@ -15,8 +15,9 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { BIN, cleanEnv } from '../support/cli.js';
+import { BIN, cleanEnv, runCli } from '../support/cli.js';
 
 interface WatchEventLine {
   event: string;
@@ -261,20 +262,107 @@ describe('lease watch: keeping a lease through faults', { concurrency: true }, (
     }));
 });
 
+describe('lease watch --help', () => {
+  it('names every event, -o yaml, how many requests it may use, Retry-After and the signal statuses', async () => {
+    const result = await runCli(['lease', 'watch', '--help']);
+    assert.equal(result.code, 0, result.stderr);
+    const help = result.stdout.replace(/\s+/g, ' ');
+    for (const event of ['renewed', 'retry', 'lost', 'stopped', 'outage', 'recovered'])
+      assert.match(help, new RegExp(event));
+    assert.match(help, /-o yaml prints each event as one YAML document, --- between them/);
+    assert.match(help, /up to --concurrency when given, else up to 256/);
+    assert.match(help, /cannot renew every lease in time, a warning says so/);
+    assert.match(help, /Retry-After/);
+    assert.match(help, /129\/130\/143 stopped by SIGHUP\/SIGINT\/SIGTERM \(without a command\)/);
+  });
+});
+
+describe('lease watch -o yaml', { concurrency: true }, () => {
+  /** A lease kept to --for and one released before the start: renewed, lost and stopped events. */
+  const scenario = async (sim: Simulator, format: 'ndjson' | 'yaml') => {
+    const kept = sim.mint(LEASE);
+    const released = sim.mint(LEASE);
+    sim.release(released);
+    const run = watch(sim, [kept, released, ...ROOM, '--for', '3s', '-o', format]);
+    const result = await run.exited;
+    const documents = format === 'yaml' ? parseAllDocuments(result.stdout) : [];
+    assert.ok(Array.isArray(documents), 'a stream of YAML documents');
+    const events: Array<Record<string, unknown>> =
+      format === 'yaml'
+        ? documents.map((document) => {
+            assert.deepEqual(document.errors, [], result.stdout);
+            return document.toJS() as Record<string, unknown>;
+          })
+        : run.events();
+    // What does not depend on timing: the keys of each kind of event, and every event but renewals.
+    const roles = new Map([
+      [kept, 'kept'],
+      [released, 'released'],
+    ]);
+    const keysOf = new Map(events.map((event) => [event.event, Object.keys(event)]));
+    const outcomes = events
+      .filter((event) => event.event !== 'renewed')
+      .map((event) => [event.event, roles.get(String(event.leaseId)), event.reason]);
+    return { result, events, keysOf, outcomes };
+  };
+
+  it('prints each event as one YAML document, --- between them, with the keys and values of -o ndjson', () =>
+    withSimulator(async (sim) => {
+      const [ndjson, yaml] = await Promise.all([scenario(sim, 'ndjson'), scenario(sim, 'yaml')]);
+      assert.equal(yaml.result.code, 4, yaml.result.stderr);
+      assert.equal(ndjson.result.code, 4, ndjson.result.stderr);
+      assert.deepEqual(yaml.outcomes, [
+        ['lost', 'released', 'not-renewed'],
+        ['stopped', 'kept', 'for'],
+      ]);
+      assert.deepEqual(yaml.outcomes, ndjson.outcomes);
+      assert.deepEqual([...yaml.keysOf], [...ndjson.keysOf]);
+      assert.ok(yaml.events.some((event) => event.event === 'renewed'));
+      assert.equal(yaml.result.stdout.match(/^---$/gm)?.length, yaml.events.length - 1);
+      for (const event of yaml.events) assert.equal(typeof event.at, 'string', 'at stays an ISO-8601 string');
+      assert.match(yaml.result.stderr, /is LOST: the broker renewed nothing/);
+    }));
+
+  it("with a command, as with -o ndjson, the command's stdout goes to stderr: stdout is only documents", () =>
+    withSimulator(async (sim) => {
+      const run = watch(sim, [sim.mint(LEASE), ...ROOM, '-o', 'yaml', '--', 'sh', '-c', 'echo from-the-command']);
+      const result = await run.exited;
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stderr, /from-the-command/);
+      const documents = parseAllDocuments(result.stdout);
+      assert.ok(Array.isArray(documents), 'a stream of YAML documents');
+      const events = documents.map((document) => document.toJS() as { event: string; reason?: string });
+      // Renewed at once, again every second if the command is slow to start, then stopped with it.
+      assert.deepEqual(events.at(-1)?.reason, 'child-exit', result.stdout);
+      assert.ok(events.length >= 2, result.stdout);
+      assert.ok(
+        events.slice(0, -1).every((event) => event.event === 'renewed'),
+        result.stdout,
+      );
+    }));
+});
+
 describe('lease watch: signals without a command', { concurrency: true }, () => {
   for (const [signal, code] of [
     ['SIGINT', 130],
     ['SIGTERM', 143],
+    // Caught, not fatal: the terminal that went away must not cost the stream its last events.
+    ['SIGHUP', 129],
   ] as const) {
-    it(`${signal} stops the watch with ${code} and a stopped event`, () =>
+    it(`${signal} stops the watch with ${code} and a stopped event for each lease`, () =>
       withSimulator(async (sim) => {
-        const leaseId = sim.mint(LEASE);
-        const run = watch(sim, [leaseId, ...ROOM, '-o', 'ndjson']);
-        await run.waitFor(isRenewed);
+        const leaseIds = [sim.mint(LEASE), sim.mint(LEASE)];
+        const run = watch(sim, [...leaseIds, ...ROOM, '-o', 'ndjson']);
+        for (const leaseId of leaseIds) await run.waitFor((event) => isRenewed(event) && event.leaseId === leaseId);
         run.process.kill(signal);
         const result = await run.exited;
+        assert.equal(result.signal, null, `exited by itself, not killed by ${signal}`);
         assert.equal(result.code, code, result.stderr);
-        assert.deepEqual(run.events().at(-1)?.reason, 'signal');
+        const stopped = run.events().filter((event) => event.event === 'stopped');
+        assert.deepEqual(stopped.map((event) => [event.leaseId, event.reason]).sort(), [
+          ...leaseIds.map((leaseId) => [leaseId, 'signal']).sort(),
+        ]);
+        assert.deepEqual(run.events().slice(-2), stopped, 'nothing after the stopped events');
       }));
   }
 });

@@ -63,14 +63,28 @@ describe('lease watch without a command: how it ends', () => {
   for (const [signal, code] of [
     ['SIGINT', 130],
     ['SIGTERM', 143],
+    // The terminal or ssh session went away: the same end, with the shell's status for SIGHUP.
+    ['SIGHUP', 129],
   ] as const) {
-    it(`${signal}: exits ${code} with a stopped event of reason signal`, async () => {
-      const w = start(['a']);
+    it(`${signal}: exits ${code} with a stopped event of reason signal for each lease still watched`, async () => {
+      const w = start(['a', 'b', 'c']);
+      await w.advance(1_500);
+      w.broker.expiries.delete('c');
       await w.advance(1_500);
       w.signal(signal);
       await w.advance(100);
       assert.equal(w.status(), code);
-      assert.deepEqual(w.events().at(-1)?.reason, 'signal');
+      assert.deepEqual(
+        w
+          .events()
+          .filter((e) => e.event === 'stopped' || e.event === 'lost')
+          .map((e) => [e.event, e.leaseId, e.reason]),
+        [
+          ['lost', 'c', 'not-renewed'],
+          ['stopped', 'a', 'signal'],
+          ['stopped', 'b', 'signal'],
+        ],
+      );
     });
   }
 

@@ -4,7 +4,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { spinnerText, watchOutputMode, watchRenderer, type WatchOutputMode } from '../../src/output/watch.js';
+import { parseAllDocuments } from 'yaml';
+import {
+  printsEvents,
+  spinnerText,
+  watchOutputMode,
+  watchRenderer,
+  type WatchOutputMode,
+} from '../../src/output/watch.js';
 import type { WatchEvent } from '../../src/renewal/events.js';
 import type { WatchStatus } from '../../src/renewal/scheduler.js';
 import { Collector, FakeClock } from '../support/fakes.js';
@@ -44,7 +51,11 @@ const status: WatchStatus = {
   lastErrorAt: null,
 };
 
-async function render(mode: WatchOutputMode, quiet = false): Promise<{ stdout: string; stderr: string }> {
+async function render(
+  mode: WatchOutputMode,
+  quiet = false,
+  stream: readonly WatchEvent[] = events,
+): Promise<{ stdout: string; stderr: string }> {
   const stdout = new Collector();
   const stderr = new Collector();
   const renderer = await watchRenderer({
@@ -60,7 +71,7 @@ async function render(mode: WatchOutputMode, quiet = false): Promise<{ stdout: s
   });
   renderer.warn('the broker clock is odd');
   renderer.note('started ./job.sh');
-  for (const event of events) renderer.event(event);
+  for (const event of stream) renderer.event(event);
   renderer.close();
   return { stdout: stdout.text, stderr: stderr.text };
 }
@@ -108,6 +119,47 @@ describe('watch output: renderers', () => {
     assert.match(stderr, /lease L1 is LOST: the broker renewed nothing \(broker said: Lease not found\)/);
     assert.match(stderr, /Stop work that is not idempotent/);
     assert.doesNotMatch(stderr, /retry|renewed \(|started/);
+  });
+
+  it('yaml: each event one YAML document, --- between them, the same keys and values as its JSON line', async () => {
+    // Every kind of event, and values YAML could misread: null, a colon and quotes, a number-like id.
+    const every: WatchEvent[] = [
+      ...events,
+      {
+        event: 'retry',
+        leaseId: '0123',
+        at: AT,
+        error: 'HTTP 503: "busy"',
+        attempt: 2,
+        retryInMs: 5,
+        remainingMs: null,
+      },
+      { event: 'stopped', leaseId: 'L2', at: AT, reason: 'error', error: 'no renewal succeeded within 3s' },
+      { event: 'outage', at: AT, error: 'connection refused', leases: 2, remainingMs: 30_000 },
+      { event: 'recovered', at: AT, downMs: 12_500, leases: 2 },
+    ];
+    const ndjson = await render('events', false, every);
+    const yaml = await render('yaml', false, every);
+    const documents = parseAllDocuments(yaml.stdout);
+    assert.ok(Array.isArray(documents), 'a stream of documents');
+    for (const document of documents) assert.deepEqual(document.errors, []);
+    const fromYaml = documents.map((document) => document.toJS() as Record<string, unknown>);
+    const fromJson = ndjson.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    assert.deepEqual(fromYaml, fromJson);
+    assert.deepEqual(fromYaml.map(Object.keys), fromJson.map(Object.keys), 'the keys in the same order');
+    assert.equal(yaml.stdout.match(/^---$/gm)?.length, every.length - 1, '--- between documents, not before the first');
+    assert.equal(yaml.stderr, ndjson.stderr, 'stderr as with the JSON stream');
+  });
+
+  it('yaml mode is only -o yaml, and prints the stream under -q and beside a command', () => {
+    const yaml = { format: 'yaml', outputGiven: true, hasCommand: false, stderrIsTTY: true, term: 'xterm' } as const;
+    assert.equal(watchOutputMode({ ...yaml, quiet: false }), 'yaml');
+    assert.equal(watchOutputMode({ ...yaml, quiet: true, hasCommand: true }), 'yaml');
+    assert.ok(printsEvents('yaml') && printsEvents('events'), "a command's stdout goes to stderr");
+    assert.ok(!printsEvents('log') && !printsEvents('spinner') && !printsEvents('quiet'));
   });
 
   it('log: one line per event on stderr, nothing on stdout', async () => {

@@ -6,7 +6,7 @@
 import { leaseIdSource } from '../../args.js';
 import { timeZoneSuspicion } from '../../broker/broker-clock.js';
 import type { RetryPolicy } from '../../broker/retry.js';
-import { ExitCode, runExitCode } from '../../exit.js';
+import { ExitCode, runExitCode, signalExitCode } from '../../exit.js';
 import { write } from '../../io.js';
 import { formatDuration } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
@@ -95,7 +95,8 @@ export async function runLeaseRequests<R extends object>(
     },
   );
   if (summary.inputError) codes.add(ExitCode.Usage);
-  if (summary.stoppedBy === 'signal') codes.add(ExitCode.Interrupted);
+  // Also when every id was already sent: the answers the signal cut short are unknown.
+  if (runtime.signal.aborted) codes.add(signalExitCode(runtime.signal.reason));
 
   // Stopped before any lease had a record (a bad first id on standard input, a signal): stdout
   // stays empty. An empty `[]` would read as "nothing failed" to `jq 'all(.renewed > 0)'`.

@@ -14,7 +14,7 @@ import {
   type PartitionHolder,
 } from '../../broker/consumer-groups.js';
 import { withRetries, type RetryPolicy } from '../../broker/retry.js';
-import { AuthError, ExitCode } from '../../exit.js';
+import { AuthError, ExitCode, signalExitCode } from '../../exit.js';
 import { write } from '../../io.js';
 import { formatDuration } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
@@ -194,7 +194,11 @@ function probeRefused(error: AuthError): AuthError {
  * Adds expiresAt, remainingMs and held, exactly as `inspect` gets them (the one-second probe,
  * through the same bulk engine, so thousands of leases are probed concurrently).
  */
-async function probeExpiry(records: ListRecord[], options: ListOptions, runtime: ListRuntime): Promise<boolean> {
+async function probeExpiry(
+  records: ListRecord[],
+  options: ListOptions,
+  runtime: ListRuntime,
+): Promise<'probed' | 'failed' | 'interrupted'> {
   const byId = new Map<string, ListRecord[]>();
   for (const record of records) byId.set(record.leaseId, [...(byId.get(record.leaseId) ?? []), record]);
   const source = leaseIdSource([...byId.keys()], () => runtime.io.stdin);
@@ -221,7 +225,9 @@ async function probeExpiry(records: ListRecord[], options: ListOptions, runtime:
     },
   );
   if (refused) throw probeRefused(refused);
-  return failed || summary.stoppedBy !== null;
+  // With every id sent, renewAll does not call a signal a stop: the answers it cut short say so.
+  if (runtime.signal.aborted) return 'interrupted';
+  return failed || summary.stoppedBy !== null ? 'failed' : 'probed';
 }
 
 function describeFilters(options: ListOptions): string {
@@ -260,13 +266,31 @@ function headers(options: ListOptions): string[] {
   return options.expiry ? [...base, 'EXPIRES AT', 'REMAINING'] : base;
 }
 
+/**
+ * A signal (SIGINT, SIGTERM, SIGHUP) ends a listing before it is printed: a listing is never
+ * printed in part (docs/cli-contract.md#lease-list), and stdout stays empty.
+ */
+async function interrupted(runtime: ListRuntime): Promise<ExitCode> {
+  await write(runtime.io.stderr, 'queenctl: interrupted before the listing was complete; nothing was listed\n');
+  return signalExitCode(runtime.signal.reason);
+}
+
 export async function runList(options: ListOptions, runtime: ListRuntime): Promise<ExitCode> {
-  const { io } = runtime;
-  const holders = await readHolders(options, runtime);
+  const { io, signal } = runtime;
+  let holders: PartitionHolder[];
+  try {
+    holders = await readHolders(options, runtime);
+  } catch (error) {
+    // A request cut short by the signal rejects with the signal's name, not an error to report.
+    if (signal.aborted) return interrupted(runtime);
+    throw error;
+  }
   let records: ListRecord[] = heldLeases(holders, options);
   let code: ExitCode = ExitCode.Ok;
   if (options.expiry && records.length > 0) {
-    if (await probeExpiry(records, options, runtime)) code = ExitCode.Broker;
+    const probe = await probeExpiry(records, options, runtime);
+    if (probe === 'interrupted') return interrupted(runtime);
+    if (probe === 'failed') code = ExitCode.Broker;
   }
   const within = options.expiringWithinMs;
   if (within !== undefined) {

@@ -18,7 +18,10 @@ export function secondsOption(defaultSeconds: string, description: string): Opti
 }
 
 export function retriesOption(): Option {
-  return new Option('--retries <n>', 'retries of a transient failure (refused, reset, timeout, 502/503/504, 500 pool)')
+  return new Option(
+    '--retries <n>',
+    'retries of a transient failure (refused, reset, timeout, 429, 502/503/504, 500 pool)',
+  )
     .default(2)
     .argParser(flagParser((text) => parseCount(text, '--retries', 0, 10)));
 }

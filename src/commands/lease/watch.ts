@@ -5,14 +5,14 @@
  * codes").
  *
  * Without a command the watch goes on with the leases still held; it ends when none is left,
- * at --for, or on SIGINT/SIGTERM. With one, the command starts after the first renewal of
- * every lease, and the watch ends with it: its status passes through, or 4 when a lease was
- * lost and the command was stopped for that.
+ * at --for, or on SIGINT, SIGTERM or SIGHUP. With one, the command starts after the first
+ * renewal of every lease, and the watch ends with it: its status passes through, or 4 when a
+ * lease was lost and the command was stopped for that.
  */
 import { Command } from 'commander';
 import { leaseIdSource } from '../../args.js';
 import { monotonicClock } from '../../clock.js';
-import { ExitCode, UsageError, combineExitCodes } from '../../exit.js';
+import { ExitCode, UsageError, combineExitCodes, signalExitCode } from '../../exit.js';
 import {
   childExitedNote,
   childNotStartedNote,
@@ -22,6 +22,7 @@ import {
   forwardedNote,
   killedAfterNote,
   leftoverNote,
+  printsEvents,
   stoppingChildOnLoss,
   stoppingChildOnRefusal,
   tokenOnCommandLineHint,
@@ -84,30 +85,40 @@ export function watchCommand(globals: GlobalContext): Command {
       `
 Renewals: at once, then every --every, and always before the expiry the broker reported, less a
 safety margin. Deadlines are measured without trusting this machine's clock to agree with the
-broker's. Failures that may pass (unreachable, reset, timeout, 5xx) are retried with backoff for
-as long as the lease has time left; each request's timeout is cut to that time.
+broker's. Failures that may pass (unreachable, reset, timeout, 429, 5xx) are retried with
+backoff, or after the broker's Retry-After, for as long as the lease has time left; each
+request's timeout is cut to that time.
 
 A lease is lost when the broker renews nothing (renewed: 0), or when its expiry passes with no
-successful renewal. Without a command the watch goes on with the leases still held.
+successful renewal. Without a command the watch goes on with the leases still held, until none
+is left, --for, or SIGINT, SIGTERM or SIGHUP.
+
+When requests for several leases fail as they do with the broker down, that is an outage: the
+leases wait while one request at a time probes the broker, and once it answers they are renewed,
+least time left first. Renewals in flight adapt to the broker's latency, up to --concurrency when
+given, else up to 256; if even that cannot renew every lease in time, a warning says so once,
+with the numbers and what to change.
 
 With -- <command>: it starts once every lease has been renewed, in its own process group, with
 QUEEN_LEASE_ID, QUEEN_LEASE_IDS and QUEEN_LEASE_EXPIRES_AT set and QUEEN_TOKEN removed. SIGINT,
 SIGTERM and SIGHUP go to its whole group and queenctl waits for it; when it exits, renewal stops.
 A command still running --kill-after after SIGINT or SIGTERM gets SIGKILL. When a lease is lost,
 its group gets SIGTERM, then SIGKILL after --kill-after. It runs outside the terminal's
-foreground job: Ctrl+C reaches it through queenctl. With -o json/ndjson its stdout goes to
-stderr, so stdout stays one event per line.
+foreground job: Ctrl+C reaches it through queenctl. With -o json, ndjson or yaml its stdout goes
+to stderr, so stdout stays the event stream.
 
-Output: -o json or -o ndjson streams events on stdout, one per line (renewed, retry, lost,
-stopped), also the default in a pipe without a command. Otherwise: a spinner on a terminal, one
-line per event on stderr when not on one or when a command shares the terminal; -q only errors.
+Output: -o json or -o ndjson streams events on stdout, one per line: renewed, retry, lost and
+stopped for a lease, outage and recovered for the broker; also the default in a pipe without a
+command. -o yaml prints each event as one YAML document, --- between them. Otherwise: a spinner
+on a terminal, one line per event on stderr when not on one or when a command shares the
+terminal; -q only errors.
 
 ${exitCodesHelp({
   ok: '--for elapsed and no lease was lost',
   broker: 'broker error: a lease could not be renewed even once',
   notHeld: 'a lease was lost (without a command: once none is left, or at --for)',
 })}
-  130/143  stopped by SIGINT/SIGTERM (without a command)
+  129/130/143  stopped by SIGHUP/SIGINT/SIGTERM (without a command)
 With a command: its own exit status (128 + signal number when a signal ended it), or 4 when a
 lease was lost and the command was stopped for that.
 
@@ -194,8 +205,6 @@ function summaryCode(summary: Pick<WatchSummary, 'lost' | 'failed' | 'refused'>)
   return combineExitCodes(codes);
 }
 
-const signalCode = (reason: unknown): ExitCode => (reason === 'SIGTERM' ? ExitCode.Terminated : ExitCode.Interrupted);
-
 export async function runWatch(options: WatchOptions, runtime: Runtime, ports: WatchPorts): Promise<number> {
   checkCommand(options);
   const leaseIds = await readLeaseIds(options.leaseIds, () => runtime.io.stdin);
@@ -241,7 +250,7 @@ class Watch {
           leaseIds,
           env: ports.env,
           killAfterMs: options.killAfterMs,
-          stdoutToStderr: options.output === 'events',
+          stdoutToStderr: printsEvents(options.output),
         },
         { launch: ports.launch, clock: runtime.clock, relaySignals: ports.relaySignals },
         this.scheduler,
@@ -277,7 +286,7 @@ class Watch {
       // Only acted on without a command started: with one, cli.ts relays signals to it instead.
       if (this.supervisor?.started) return;
       this.scheduler.stop('signal');
-      this.finish(signalCode(signal.reason));
+      this.finish(signalExitCode(signal.reason));
     };
     if (signal.aborted) onSignal();
     else signal.addEventListener('abort', onSignal, { once: true });
