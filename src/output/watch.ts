@@ -25,6 +25,7 @@ import type {
   StoppedEvent,
   WatchEvent,
 } from '../renewal/events.js';
+import type { CannotKeepUp } from '../renewal/concurrency.js';
 import type { WatchFailure, WatchStatus } from '../renewal/scheduler.js';
 import { formatDuration } from './duration.js';
 import { LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
@@ -145,19 +146,6 @@ export function outageStillWords(outage: NonNullable<WatchStatus['outage']>, sta
     `${leasesWord(outage.leases)} waiting${left}` +
     `${outage.error ? `; last error: ${outage.error}` : ''}`
   );
-}
-
-export interface CannotKeepUp {
-  leases: number;
-  everyMs: number;
-  plannedPerSecond: number;
-  neededPerSecond: number;
-  /** What the broker gives: at the ceiling and the latency seen lately, or as counted; null when unknown. */
-  givesPerSecond: number | null;
-  latencyMs: number | null;
-  /** The most requests in flight, and whether --concurrency set it. */
-  ceiling: number;
-  concurrencyGiven: boolean;
 }
 
 /** When even the ceiling cannot renew every lease before it expires: the numbers, and what to change. */

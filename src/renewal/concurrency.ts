@@ -182,3 +182,17 @@ export function capacityNeed(leases: number, everyMs: number, seconds: number, m
     neededPerSecond: (leases * 1000) / windowMs,
   };
 }
+
+/** The numbers of a watch that even the ceiling cannot keep renewed; output/watch.ts words them. */
+export interface CannotKeepUp {
+  leases: number;
+  everyMs: number;
+  plannedPerSecond: number;
+  neededPerSecond: number;
+  /** What the broker gives: at the ceiling and the latency seen lately, or as counted; null when unknown. */
+  givesPerSecond: number | null;
+  latencyMs: number | null;
+  /** The most requests in flight, and whether --concurrency set it. */
+  ceiling: number;
+  concurrencyGiven: boolean;
+}

@@ -28,9 +28,8 @@ import { isHeld, type Renewal } from '../broker/contract.js';
 import { backoffMs, isTransient, type RetryPolicy } from '../broker/retry.js';
 import type { Clock } from '../clock.js';
 import { AuthError, BrokerError, QueenctlError } from '../exit.js';
-import { cannotKeepUpWarning } from '../output/watch.js';
 import { OutageBreaker } from '../renewal/breaker.js';
-import { capacityNeed, ConcurrencyController, type RequestOutcome } from '../renewal/concurrency.js';
+import { type CannotKeepUp, capacityNeed, ConcurrencyController, type RequestOutcome } from './concurrency.js';
 import type { LostReason, StopReason, WatchEvent } from './events.js';
 import { MinHeap, type HeapItem } from './heap.js';
 
@@ -52,6 +51,8 @@ export interface SchedulerObserver {
   event(event: WatchEvent): void;
   /** Something about the broker people should know once (its clock, its time zone). */
   warn(text: string): void;
+  /** Even the ceiling cannot renew every lease in time: said once, again after a quiet while. */
+  cannotKeepUp(shortfall: CannotKeepUp): void;
 }
 
 export interface SchedulerContext {
@@ -633,16 +634,14 @@ export class RenewalScheduler {
     this.warnedCapacityAt = now;
     if (!quiet) return;
     const { everyMs, seconds, concurrencyGiven } = this.timing;
-    this.observer.warn(
-      cannotKeepUpWarning({
-        ...capacityNeed(this.watching, everyMs, seconds, this.marginMs),
-        everyMs,
-        givesPerSecond,
-        latencyMs: this.concurrency.latencyMs,
-        ceiling: this.concurrency.ceiling,
-        concurrencyGiven: concurrencyGiven ?? true,
-      }),
-    );
+    this.observer.cannotKeepUp({
+      ...capacityNeed(this.watching, everyMs, seconds, this.marginMs),
+      everyMs,
+      givesPerSecond,
+      latencyMs: this.concurrency.latencyMs,
+      ceiling: this.concurrency.ceiling,
+      concurrencyGiven: concurrencyGiven ?? true,
+    });
   }
 
   /**

@@ -178,6 +178,7 @@ function harness(
         if (event.event === 'lost' || event.event === 'stopped') held.delete(event.leaseId);
       },
       warn: (text) => warnings.push({ at: broker.elapsed(), text }),
+      cannotKeepUp: (shortfall) => warnings.push({ at: broker.elapsed(), text: cannotKeepUpWarning(shortfall) }),
     },
   );
   const done = scheduler.run();

@@ -18,6 +18,7 @@ import {
   type WatchSummary,
   type WatchTiming,
 } from '../../src/renewal/scheduler.js';
+import { cannotKeepUpWarning } from '../../src/output/watch.js';
 import { FakeClock, fakeRenewal, pauseUnless } from '../support/fakes.js';
 
 const S = 1000;
@@ -162,6 +163,7 @@ function harness(
         if (event.event === 'lost' || event.event === 'stopped') held.delete(event.leaseId);
       },
       warn: (text) => warnings.push(text),
+      cannotKeepUp: (shortfall) => warnings.push(cannotKeepUpWarning(shortfall)),
     },
   );
   let summary: WatchSummary | null = null;

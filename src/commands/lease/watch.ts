@@ -14,6 +14,7 @@ import { leaseIdSource } from '../../args.js';
 import { monotonicClock } from '../../clock.js';
 import { ExitCode, UsageError, combineExitCodes, signalExitCode } from '../../exit.js';
 import {
+  cannotKeepUpWarning,
   childExitedNote,
   childNotStartedNote,
   childStartedNote,
@@ -241,7 +242,11 @@ class Watch {
         concurrencyGiven: options.concurrencyGiven !== false,
       },
       { client: runtime.client, clock: runtime.clock },
-      { event: (event) => this.onEvent(event), warn: (text) => this.renderer.warn(text) },
+      {
+        event: (event) => this.onEvent(event),
+        warn: (text) => this.renderer.warn(text),
+        cannotKeepUp: (shortfall) => this.renderer.warn(cannotKeepUpWarning(shortfall)),
+      },
     );
     if (options.command !== null) {
       this.supervisor = new CommandSupervisor(
