@@ -10,14 +10,13 @@
  * with limits that only turn a hang into a failure; timing is checked only from below.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { BIN, cleanEnv, runCli } from '../support/cli.js';
+import { runCli, startCli, type CliResult, type RunningProcess } from '../support/cli.js';
 
 interface WatchEventLine {
   event: string;
@@ -27,7 +26,7 @@ interface WatchEventLine {
 }
 
 interface Watching {
-  process: ChildProcess;
+  process: RunningProcess['process'];
   stdout: () => string;
   stderr: () => string;
   /** Parsed ndjson events on stdout so far. */
@@ -35,84 +34,37 @@ interface Watching {
   /** Resolves once an event matching `match` was printed; fails the test after `timeoutMs`. */
   waitFor(match: (event: WatchEventLine) => boolean, timeoutMs?: number): Promise<WatchEventLine>;
   waitForStderr(pattern: RegExp, timeoutMs?: number): Promise<void>;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
+  exited: Promise<CliResult>;
 }
 
-/** Starts `queenctl lease watch` with strict unhandled rejections, as `npm test` runs the suite. */
+/**
+ * Starts `queenctl lease watch` with strict unhandled rejections, as `npm test` runs the suite,
+ * through the one process runner: its exit is reported even while a process it left behind
+ * holds the pipes open, which is exactly what some of these tests look for.
+ */
 function watch(sim: Simulator, args: string[], env: Record<string, string | undefined> = {}, stdin = ''): Watching {
-  const child = spawn(
-    process.execPath,
-    ['--unhandled-rejections=strict', BIN, 'lease', 'watch', '--server', sim.url, ...args],
-    {
-      env: cleanEnv(env),
-      stdio: ['pipe', 'pipe', 'pipe'],
-    },
-  );
-  child.stdin?.end(stdin);
-  let stdout = '';
-  let stderr = '';
-  const waiters = new Set<() => void>();
-  const poke = (): void => {
-    for (const waiter of waiters) waiter();
-  };
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-    poke();
+  const run = startCli(['lease', 'watch', '--server', sim.url, ...args], {
+    env,
+    stdin,
+    nodeArgs: ['--unhandled-rejections=strict'],
+    closeGraceMs: 500,
   });
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-    poke();
-  });
-  // A watch that never ends fails its test, not the suite.
-  const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  // 'exit', not 'close': a process left behind would hold the pipes open and delay 'close'
-  // until it ends by itself, hiding exactly what the tests look for. The output still in the
-  // pipes is collected for a moment after.
-  const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>(
-    (resolve) => {
-      child.on('exit', (code, signal) => {
-        clearTimeout(guard);
-        const settle = setTimeout(() => {}, 500);
-        void Promise.race([closed, new Promise((wait) => setTimeout(wait, 500))]).then(() => {
-          clearTimeout(settle);
-          poke();
-          resolve({ code, signal, stdout, stderr });
-        });
-      });
-    },
-  );
   const events = (): WatchEventLine[] =>
-    stdout
+    run
+      .stdout()
       .split('\n')
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line) as WatchEventLine);
-  const until = <T>(check: () => T | undefined, what: string, timeoutMs: number): Promise<T> =>
-    new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        waiters.delete(waiter);
-        reject(new Error(`timed out waiting for ${what}\nstdout: ${stdout}\nstderr: ${stderr}`));
-      }, timeoutMs);
-      const waiter = (): void => {
-        const found = check();
-        if (found === undefined) return;
-        clearTimeout(timer);
-        waiters.delete(waiter);
-        resolve(found);
-      };
-      waiters.add(waiter);
-      waiter();
-    });
   return {
-    process: child,
-    stdout: () => stdout,
-    stderr: () => stderr,
+    process: run.process,
+    stdout: run.stdout,
+    stderr: run.stderr,
     events,
-    waitFor: (match, timeoutMs = 30_000) => until(() => events().find(match), 'an event', timeoutMs),
+    waitFor: (match, timeoutMs = 30_000) => run.until(() => events().find(match), 'an event', timeoutMs),
     waitForStderr: async (pattern, timeoutMs = 30_000) => {
-      await until(() => (pattern.test(stderr) ? true : undefined), String(pattern), timeoutMs);
+      await run.waitForStderr(pattern, timeoutMs);
     },
-    exited,
+    exited: run.exited,
   };
 }
 
