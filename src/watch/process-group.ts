@@ -6,7 +6,7 @@
  *
  * This module and cli.ts are where queenctl touches other processes.
  */
-import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import type { ChildProcess, StdioOptions } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { ChildExit, Launch, LaunchedCommand, LaunchSpec } from './supervisor.js';
@@ -22,8 +22,11 @@ export function exitStatus(code: number | null, signal: NodeJS.Signals | null): 
  * Starts the command with inherited stdio in a new process group (detached: a new session on
  * POSIX). Resolves once it runs, or with its ChildExit (126/127) when it cannot be started.
  */
-export const launchInProcessGroup: Launch = (spec: LaunchSpec) =>
-  new Promise((resolve) => {
+export const launchInProcessGroup: Launch = async (spec: LaunchSpec) => {
+  // Loaded here: node:child_process brings dgram and more (~5 ms of start-up), and only a watch
+  // with a command needs it.
+  const { spawn } = await import('node:child_process');
+  return new Promise((resolve) => {
     const stdio: StdioOptions = spec.stdoutToStderr ? ['inherit', 2, 'inherit'] : 'inherit';
     const child: ChildProcess = spawn(spec.command, [...spec.args], { stdio, detached: true, env: spec.env });
     child.once('error', (error: NodeJS.ErrnoException) => {
@@ -31,6 +34,7 @@ export const launchInProcessGroup: Launch = (spec: LaunchSpec) =>
     });
     child.once('spawn', () => resolve(new ProcessGroup(child)));
   });
+};
 
 class ProcessGroup implements LaunchedCommand {
   readonly exited: Promise<ChildExit>;
