@@ -20,6 +20,7 @@ import {
   type WireGroupSummary,
 } from '../../tools/simulator/index.js';
 import { runProcess, startProcess } from '../support/cli.js';
+import type { RenewalResult } from '../../src/broker/contract.js';
 
 const T0 = Date.parse('2026-07-30T11:00:00.000Z');
 const S = 1000;
@@ -69,15 +70,8 @@ function extend(sim: Simulator, leaseId: string, body?: string, token?: string):
   return request(extendUrl(sim, leaseId), { method: 'POST', headers, ...(body !== undefined && { body }) });
 }
 
-/** The documented answer, typed loosely for assertions. */
-interface Documented {
-  leaseId: string;
-  success: boolean;
-  renewed: number;
-  newExpiresAt: string | null;
-  expiresAt: string | null;
-  lease_expires_at: string | null;
-}
+/** The documented answer: the six keys queenctl's parser reads. */
+type Documented = RenewalResult;
 
 interface ArrayResult {
   error: string | null;
