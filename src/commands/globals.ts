@@ -5,7 +5,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseCount, parseDuration } from '../args.js';
 import { BrokerClient } from '../broker/client.js';
-import { UndiciTransport } from '../broker/transport.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../broker/retry.js';
 import { systemClock, type Clock } from '../clock.js';
 import { proxySettings } from '../config/proxy.js';
@@ -212,6 +211,8 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       // Said even with -q: the token or the broker's identity is at stake.
       for (const warning of connection.warnings) stderr.write(warningMessage(warning));
       const concurrencyGiven = command.getOptionValueSourceWithGlobals('concurrency') !== 'default';
+      // undici (and node:http, node:net, TLS) only on this path, where a request will be sent.
+      const { UndiciTransport } = await import('../broker/undici-transport.js');
       const transport = new UndiciTransport({
         // Watch may adapt up to the ceiling; the other verbs keep within --concurrency themselves.
         connections: concurrencyGiven ? flags.concurrency : CONCURRENCY_CEILING,

@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { StdinLike } from '../../src/args.js';
 import { BrokerClient } from '../../src/broker/client.js';
-import { UndiciTransport } from '../../src/broker/transport.js';
+import { UndiciTransport } from '../../src/broker/undici-transport.js';
 import { DEFAULT_RETRY } from '../../src/broker/retry.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { runExtend } from '../../src/commands/lease/extend.js';

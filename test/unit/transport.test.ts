@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { classify, TransportFailure, UndiciTransport, type TransportRequest } from '../../src/broker/transport.js';
+import { classify, TransportFailure, type TransportRequest } from '../../src/broker/transport.js';
+import { UndiciTransport } from '../../src/broker/undici-transport.js';
 import { startProxy } from '../support/proxy.js';
 
 interface Received {
