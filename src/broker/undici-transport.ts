@@ -128,4 +128,3 @@ function pickHeaders(headers: Dispatcher.ResponseData['headers']): RawAnswer['he
   for (const name of ANSWER_HEADERS) if (headers[name] !== undefined) picked[name] = headers[name];
   return picked;
 }
-
