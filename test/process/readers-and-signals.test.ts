@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { runShell } from '../support/cli.js';
-import { assertNoStackTrace, describeResult, ENTRY, records, startQueenctl } from './harness.js';
+import { cliCommandLine, runShell, startCli } from '../support/cli.js';
+import { assertNoStackTrace, describeResult, records } from '../reliability/harness.js';
 
 const BULK = 3_000;
 /** queenctl's default --concurrency. */
@@ -54,8 +54,7 @@ describe('a reader that goes away', () => {
       // Slow enough that all 3000 would take seconds: the run must end long before.
       sim.inject({ kind: 'latency', ms: 20 });
       const command =
-        `node ${JSON.stringify(ENTRY)} lease ${verb} - -o ${format} --server ${sim.url} ` +
-        `< ${JSON.stringify(idsFile)}`;
+        `${cliCommandLine()} lease ${verb} - -o ${format} --server ${sim.url} ` + `< ${JSON.stringify(idsFile)}`;
       const result = await runShell(`${command} | head -1; echo "queenctl exit: \${PIPESTATUS[0]}" >&2`);
       assert.equal(result.code, 0, describeResult(result));
       const line = result.stdout.replace(/\n$/, '');
@@ -71,7 +70,7 @@ describe('a reader that goes away', () => {
 
 describe('a stderr nobody reads', () => {
   it('does not change the exit code: a lost lease still exits 4, not 1', async () => {
-    const run = startQueenctl(['lease', 'extend', 'gone-1', 'gone-2', '--server', sim.url, '-o', 'json']);
+    const run = startCli(['lease', 'extend', 'gone-1', 'gone-2', '--server', sim.url, '-o', 'json']);
     run.process.stderr.destroy();
     const { code, stdout } = await run.exited;
     assert.equal(code, 4);
@@ -83,7 +82,7 @@ describe('a stderr nobody reads', () => {
 
   it('does not change the exit code of a broker error either: 2', async () => {
     sim.inject({ kind: 'status', status: 500, body: '{"error":"renew failed: x"}' });
-    const run = startQueenctl(['lease', 'inspect', 'x', '--server', sim.url]);
+    const run = startCli(['lease', 'inspect', 'x', '--server', sim.url]);
     run.process.stderr.destroy();
     assert.equal((await run.exited).code, 2);
   });
@@ -104,7 +103,7 @@ describe('a signal in the middle of a bulk run', () => {
   for (const { verb, signal, code } of cases) {
     it(`lease ${verb} over ${BULK} ids, ${signal}: stops issuing, reports what was done, exits ${code}`, async () => {
       sim.inject({ kind: 'latency', ms: 100 });
-      const run = startQueenctl(['lease', verb, '-', '-o', 'ndjson', '--server', sim.url], {
+      const run = startCli(['lease', verb, '-', '-o', 'ndjson', '--server', sim.url], {
         stdin: `${ids.join('\n')}\n`,
       });
       await until(() => sim.log.length >= 3 * CONCURRENCY, 'requests in flight');
@@ -158,7 +157,7 @@ describe('a signal in the middle of a bulk run', () => {
 
 describe('a signal while standard input is still open', () => {
   it('streams each answer as it comes, then SIGINT ends the run without waiting for more input: exit 130', async () => {
-    const run = startQueenctl(['lease', 'extend', '-', '-o', 'ndjson', '--server', sim.url], { stdin: null });
+    const run = startCli(['lease', 'extend', '-', '-o', 'ndjson', '--server', sim.url], { stdin: null });
     // A producer that wrote three ids and is still working on the rest.
     run.write(`${ids.slice(0, 3).join('\n')}\n`);
     await run.waitForStdout(/^(.*\n){3}/);
