@@ -105,13 +105,16 @@ export async function readKeychainToken(
   return token;
 }
 
-/** Runs the platform's tool; its stdout is the secret, so it is neither logged nor echoed. */
-export function runSecretTool(file: string, args: string[]): Promise<SecretToolResult> {
+/**
+ * Runs the platform's tool in `env` (default: this process's); its stdout is the secret, so it
+ * is neither logged nor echoed.
+ */
+export function runSecretTool(file: string, args: string[], env?: NodeJS.ProcessEnv): Promise<SecretToolResult> {
   return new Promise((resolve) => {
     execFile(
       file,
       args,
-      { timeout: LOOKUP_TIMEOUT_MS, encoding: 'utf8', maxBuffer: 64 * 1024 },
+      { timeout: LOOKUP_TIMEOUT_MS, encoding: 'utf8', maxBuffer: 64 * 1024, env },
       (error, stdout, stderr) => {
         const code = (error as NodeJS.ErrnoException | null)?.code;
         if (code === 'ENOENT') return resolve({ code: null, stdout: '', stderr: '' });

@@ -276,7 +276,7 @@ async function resolveToken(
   const where = `token-ref of context ${JSON.stringify(context.name)}`;
   const shown = ref.startsWith('literal:') ? 'literal:[redacted]' : ref;
   return {
-    token: checkToken(await readTokenRef(ref, where, platform, run), `the ${where}`),
+    token: checkToken(await readTokenRef(ref, where, platform, run, env), `the ${where}`),
     source: `the ${where} (${shown})`,
   };
 }
@@ -286,6 +286,7 @@ async function readTokenRef(
   where: string,
   platform: NodeJS.Platform,
   run: SecretToolRunner | undefined,
+  env: NodeJS.ProcessEnv,
 ): Promise<string> {
   if (ref === 'env') {
     throw new UsageError(
@@ -308,8 +309,9 @@ async function readTokenRef(
   }
   if (ref.startsWith('keychain://')) {
     // Loaded only for a keychain ref: it brings in child_process.
-    const { readKeychainToken } = await import('./keychain.js');
-    return readKeychainToken(ref, where, platform, run);
+    const { readKeychainToken, runSecretTool } = await import('./keychain.js');
+    // The run's environment (its PATH finds the tool), not necessarily this process's.
+    return readKeychainToken(ref, where, platform, run ?? ((file, args) => runSecretTool(file, args, env)));
   }
   throw new UsageError(
     `the ${where} is neither env, file://, literal: nor keychain://`,

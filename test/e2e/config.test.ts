@@ -1,5 +1,5 @@
 /**
- * Contexts end to end: the built binary, two simulators standing for two brokers, and config
+ * Contexts end to end: queenctl in-process, two simulators standing for two brokers, and config
  * files in a scratch HOME. Which simulator got a request, with which bearer, is the evidence.
  */
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { runCli, type CliOptions } from '../support/cli.js';
+import { type InProcessOptions, runInProcess } from '../support/in-process.js';
 import { GO_EXAMPLE } from '../support/go-config.js';
 
 const TOKENS = ['token-a', 'token-b', 'token-env', 'token-flag', 'token-file', 'token-keychain'];
@@ -25,7 +25,7 @@ function homeWith(text: string): string {
   return directory;
 }
 
-const cli = (args: string[], env: CliOptions['env'] = {}) => runCli(args, { env: { HOME: home, ...env } });
+const cli = (args: string[], env: InProcessOptions['env'] = {}) => runInProcess(args, { env: { HOME: home, ...env } });
 
 /** A lease both brokers hold, so which one renews it is up to queenctl alone. */
 function mintOnBoth(): string {
@@ -154,7 +154,7 @@ describe("the Go queenctl's config file, unchanged", { concurrency: true }, () =
   it("is read as it is: contexts, the current one, and prod's keychain token through secret-tool", async () => {
     const goHome = homeWith(GO_EXAMPLE);
     const leaseId = mintOnBoth();
-    const contexts = await runCli(['config', 'get-contexts', '-o', 'json'], { env: { HOME: goHome } });
+    const contexts = await runInProcess(['config', 'get-contexts', '-o', 'json'], { env: { HOME: goHome } });
     assert.equal(contexts.code, 0, contexts.stderr);
     assert.deepEqual(JSON.parse(contexts.stdout), [
       {
@@ -183,13 +183,13 @@ describe("the Go queenctl's config file, unchanged", { concurrency: true }, () =
     chmodSync(join(bin, 'secret-tool'), 0o755);
     const path = `${bin}${delimiter}${process.env.PATH ?? ''}`;
     // Overriding the server keeps prod's token: the keychain's, read through secret-tool.
-    const result = await runCli(['lease', 'extend', leaseId, '--server', simA.url], {
+    const result = await runInProcess(['lease', 'extend', leaseId, '--server', simA.url], {
       env: { HOME: goHome, PATH: path },
     });
     assert.equal(result.code, 0, result.stderr);
     assert.deepEqual(receiver(leaseId), { sim: 'A', authorization: 'Bearer token-keychain' });
     // And use-context writes it back with its comment and every key in place.
-    assert.equal((await runCli(['config', 'use-context', 'local'], { env: { HOME: goHome } })).code, 0);
+    assert.equal((await runInProcess(['config', 'use-context', 'local'], { env: { HOME: goHome } })).code, 0);
     const written = readFileSync(join(goHome, '.queen', 'config.yaml'), 'utf8');
     assert.equal(
       written,
@@ -204,7 +204,7 @@ describe("the Go queenctl's config file, unchanged", { concurrency: true }, () =
     const goHome = homeWith(GO_EXAMPLE);
     const leaseId = mintOnBoth();
     const bin = mkdtempSync(join(tmpdir(), 'queenctl-bin-'));
-    const result = await runCli(['lease', 'extend', leaseId, '--server', simA.url], {
+    const result = await runInProcess(['lease', 'extend', leaseId, '--server', simA.url], {
       env: { HOME: goHome, PATH: bin },
     });
     assert.equal(result.code, 1);
@@ -218,7 +218,7 @@ describe('config verbs', { concurrency: true }, () => {
   it('set-context, use-context, current-context, get-contexts and delete-context, end to end', async () => {
     const scratchHome = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
     const run = (args: string[], env: Record<string, string> = {}) =>
-      runCli(['config', ...args], { env: { HOME: scratchHome, ...env } });
+      runInProcess(['config', ...args], { env: { HOME: scratchHome, ...env } });
     const path = join(scratchHome, '.queen', 'config.yaml');
 
     const created = await run(['set-context', 'a', '--server', simA.url, '--token-ref', 'literal:token-a']);
@@ -253,7 +253,7 @@ describe('config verbs', { concurrency: true }, () => {
     const deleted = await run(['delete-context', 'b']);
     assert.equal(deleted.code, 0, deleted.stderr);
     assert.match(deleted.stderr, /"b" was the current-context/);
-    const dangling = await runCli(['lease', 'extend', mintOnBoth()], { env: { HOME: scratchHome } });
+    const dangling = await runInProcess(['lease', 'extend', mintOnBoth()], { env: { HOME: scratchHome } });
     assert.equal(dangling.code, 1, 'a deleted current context stops commands rather than choose another broker');
     assert.deepEqual(
       JSON.parse((await run(['get-contexts'])).stdout).map((context: { name: string }) => context.name),
@@ -275,7 +275,7 @@ extra: {keep: true}
 `;
     const editHome = homeWith(original);
     chmodSync(join(editHome, '.queen', 'config.yaml'), 0o644);
-    const result = await runCli(
+    const result = await runInProcess(
       ['config', 'set-context', 'b', '--server', 'https://b1.example:6632,https://b2.example:6632', '--insecure'],
       { env: { HOME: editHome } },
     );
@@ -300,14 +300,14 @@ extra: {keep: true}
       '# ops notes\ncurrent-context: a\ncontexts:\n  - name: a\n' +
         '    token-ref: literal:s3cr3t-value # do not share\n    server: http://x:1\n',
     );
-    const people = await runCli(['config', 'view', '-o', 'table'], { env: { HOME: viewHome } });
+    const people = await runInProcess(['config', 'view', '-o', 'table'], { env: { HOME: viewHome } });
     assert.equal(people.code, 0, people.stderr);
     assert.equal(
       people.stdout,
       '# ops notes\ncurrent-context: a\ncontexts:\n  - name: a\n' +
         '    token-ref: literal:[redacted] # do not share\n    server: http://x:1\n',
     );
-    const programs = await runCli(['config', 'view'], { env: { HOME: viewHome } });
+    const programs = await runInProcess(['config', 'view'], { env: { HOME: viewHome } });
     assert.deepEqual(JSON.parse(programs.stdout), {
       'current-context': 'a',
       contexts: [{ name: 'a', 'token-ref': 'literal:[redacted]', server: 'http://x:1' }],
@@ -317,7 +317,7 @@ extra: {keep: true}
 
   it('a missing file is an empty config; a malformed one is exit 1 naming the file and line', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
-    const view = await runCli(['config', 'view'], { env: { HOME: empty } });
+    const view = await runInProcess(['config', 'view'], { env: { HOME: empty } });
     assert.equal(view.code, 0, view.stderr);
     assert.deepEqual(JSON.parse(view.stdout), { 'current-context': null, contexts: [] });
     const broken = homeWith('current-context: a\ncontexts:\n  - name: a\n    insecure: maybe\n');
@@ -326,7 +326,7 @@ extra: {keep: true}
       ['config', 'view'],
       ['lease', 'extend', leaseId],
     ]) {
-      const result = await runCli(args, { env: { HOME: broken } });
+      const result = await runInProcess(args, { env: { HOME: broken } });
       assert.equal(result.code, 1, args.join(' '));
       assert.match(
         result.stderr,
