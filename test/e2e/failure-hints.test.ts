@@ -1,5 +1,5 @@
 /**
- * What a final failure says to check, through the built binary (issue 13): each verb, after its
+ * What a final failure says to check, run in-process (issue 13): each verb, after its
  * retries, names what stands between it and a renewal: a rate limit in front of the broker, a
  * proxy or a broker down or restarting, the broker's database. The words are unit-tested in
  * test/unit/failure-hints.test.ts; here they must reach stderr.
@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
 import type { Simulator } from '../../tools/simulator/index.js';
-import { runCli } from '../support/cli.js';
+import { runInProcess } from '../support/in-process.js';
 import { sharedSimulator } from '../support/shared.js';
 
 const simulator = sharedSimulator();
@@ -22,7 +22,7 @@ const UNAVAILABLE =
   /\n {2}check the proxy or load balancer in front of the broker, and whether the broker is down or restarting\n/;
 const DATABASE = /\n {2}check the broker's database \(down, or its connection pool exhausted\) and the broker's log\n/;
 
-describe('failure hints through the binary', () => {
+describe('failure hints on stderr', () => {
   const cases = [
     { what: '429', status: 429, body: '{"error":"Too Many Requests"}', hint: RATE_LIMIT },
     { what: '503', status: 503, body: '{"error":"Service Unavailable"}', hint: UNAVAILABLE },
@@ -31,7 +31,7 @@ describe('failure hints through the binary', () => {
   for (const { what, status, body, hint } of cases) {
     it(`extend, ${what} on every try: retried, exit 2, and what to check under the error`, async () => {
       sim.inject({ kind: 'status', status, body });
-      const result = await runCli(['lease', 'extend', sim.mint(), '--server', sim.url]);
+      const result = await runInProcess(['lease', 'extend', sim.mint(), '--server', sim.url]);
       assert.equal(result.code, 2, result.stderr);
       assert.equal(sim.log.length, 3, 'the default two retries, then the final error');
       assert.equal(result.stdout, '');
@@ -41,7 +41,7 @@ describe('failure hints through the binary', () => {
 
   it('list, 502 from the consumer-group route: exit 2, and the proxy or the broker to check', async () => {
     sim.inject({ kind: 'status', status: 502, body: '<html>Bad Gateway</html>' });
-    const result = await runCli(['lease', 'list', '--server', sim.url, '-o', 'json']);
+    const result = await runInProcess(['lease', 'list', '--server', sim.url, '-o', 'json']);
     assert.equal(result.code, 2, result.stderr);
     assert.equal(result.stdout, '');
     assert.match(result.stderr, UNAVAILABLE);
@@ -50,7 +50,17 @@ describe('failure hints through the binary', () => {
   it('watch, 503 on every try until the lease could not be watched: exit 2, and what to check', async () => {
     sim.inject({ kind: 'status', status: 503, body: '{"error":"Service Unavailable"}' });
     // The watch gives up once --seconds passed without a first renewal: 2 s, however busy the machine.
-    const result = await runCli(['lease', 'watch', sim.mint(), '--seconds', '2', '--server', sim.url, '-o', 'ndjson']);
+    const result = await runInProcess([
+      'lease',
+      'watch',
+      sim.mint(),
+      '--seconds',
+      '2',
+      '--server',
+      sim.url,
+      '-o',
+      'ndjson',
+    ]);
     assert.equal(result.code, 2, result.stderr);
     assert.match(result.stderr, /could not be watched: no renewal succeeded within 2s of starting: .*HTTP 503/);
     assert.match(result.stderr, UNAVAILABLE);

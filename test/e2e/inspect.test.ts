@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
 import type { Simulator } from '../../tools/simulator/index.js';
-import { runCli } from '../support/cli.js';
+import { runInProcess } from '../support/in-process.js';
 import { sharedSimulator } from '../support/shared.js';
 
 const simulator = sharedSimulator();
@@ -10,8 +10,8 @@ let sim: Simulator;
 beforeEach(() => {
   sim = simulator();
 });
-const inspect = (args: string[], options: Parameters<typeof runCli>[1] = {}) =>
-  runCli(['lease', 'inspect', '--server', sim.url, ...args], options);
+const inspect = (args: string[], options: Parameters<typeof runInProcess>[1] = {}) =>
+  runInProcess(['lease', 'inspect', '--server', sim.url, ...args], options);
 
 /**
  * The least a lease minted with `seconds` at local time `mintedAt` can have left now: the time
@@ -132,7 +132,7 @@ describe('lease inspect', () => {
   });
 
   it('--help says it uses the extend route with one second, and the last-second edge', async () => {
-    const result = await runCli(['lease', 'inspect', '--help']);
+    const result = await runInProcess(['lease', 'inspect', '--help']);
     assert.match(result.stdout, /\{"seconds": 1\}/);
     assert.match(result.stdout, /last second gets at most one more second/);
   });

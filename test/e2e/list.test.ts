@@ -1,13 +1,13 @@
 /**
  * `queenctl lease list` end to end, against the simulator's consumer-group routes: every rule of
- * docs/cli-contract.md#lease-list, through the built binary. Each test has its own simulator:
- * acked partitions stay listed for the life of a broker.
+ * docs/cli-contract.md#lease-list, run in-process. Each test has its own simulator: acked
+ * partitions stay listed for the life of a broker. (A pipe into extend and signals:
+ * test/process/list.test.ts.)
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { setTimeout as delay } from 'node:timers/promises';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { BIN, runCli, runShell, startCli, type CliResult } from '../support/cli.js';
+import { type InProcessResult, runInProcess } from '../support/in-process.js';
 
 async function withSimulator(body: (sim: Simulator) => Promise<void>): Promise<void> {
   const sim = await startSimulator();
@@ -18,8 +18,8 @@ async function withSimulator(body: (sim: Simulator) => Promise<void>): Promise<v
   }
 }
 
-const list = (sim: Simulator, args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> =>
-  runCli(['lease', 'list', '--server', sim.url, ...args], { env });
+const list = (sim: Simulator, args: string[], env: Record<string, string | undefined> = {}): Promise<InProcessResult> =>
+  runInProcess(['lease', 'list', '--server', sim.url, ...args], { env });
 
 interface ListRecord {
   leaseId: string;
@@ -32,7 +32,7 @@ interface ListRecord {
   held?: number | null;
 }
 
-function records(result: CliResult): ListRecord[] {
+function records(result: InProcessResult): ListRecord[] {
   assert.equal(result.code, 0, result.stderr);
   return JSON.parse(result.stdout) as ListRecord[];
 }
@@ -263,36 +263,11 @@ describe('lease list', { concurrency: true }, () => {
       assert.match(expiry.stdout, /billing\s+orders\s+p2\s+yes\s+\S+Z\s+[45]m\d\ds/);
     }));
 
-  it('-o name piped into extend - renews exactly the leases listed', () =>
-    withSimulator(async (sim) => {
-      const ids = scene(sim);
-      const node = JSON.stringify(process.execPath);
-      const bin = JSON.stringify(BIN);
-      const script =
-        `${node} ${bin} lease list --queue orders --server ${sim.url} -o name | ` +
-        `${node} ${bin} lease extend - --seconds 900 --server ${sim.url} -o ndjson`;
-      const result = await runShell(script);
-      assert.equal(result.code, 0, result.stderr);
-      const renewed = result.stdout
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as { leaseId: string; renewed: number });
-      assert.deepEqual(
-        renewed.map((record) => record.leaseId),
-        [ids.queueMode, ids.analytics, ids.billing],
-      );
-      assert.ok(renewed.every((record) => record.renewed > 0));
-      const invoices = sim.lease(ids.invoices)?.rows[0]?.expiresAt ?? 0;
-      assert.ok(invoices - sim.brokerNow() < 61_000, 'a lease of another queue was not touched');
-      const billing = sim.lease(ids.billing)?.rows[0]?.expiresAt ?? 0;
-      assert.ok(billing - sim.brokerNow() > 800_000, 'the listed lease was extended to 900 s');
-    }));
-
   it('the broker down: exit 2, nothing on stdout', async () => {
     const sim = await startSimulator();
     const url = sim.url;
     await sim.close();
-    const result = await runCli(['lease', 'list', '--server', url, '-o', 'json', '--retries', '0']);
+    const result = await runInProcess(['lease', 'list', '--server', url, '-o', 'json', '--retries', '0']);
     assert.equal(result.code, 2, result.stderr);
     assert.equal(result.stdout, '');
     assert.match(result.stderr, /could not list its consumer groups|refused/);
@@ -344,45 +319,12 @@ describe('lease list', { concurrency: true }, () => {
       const held = sim.mint({ seconds: 120 });
       const gone = sim.mint({ seconds: 120 });
       sim.release(gone);
-      const extended = await runCli(['lease', 'extend', held, gone, '--server', sim.url, '-o', 'name']);
+      const extended = await runInProcess(['lease', 'extend', held, gone, '--server', sim.url, '-o', 'name']);
       assert.equal(extended.code, 4, extended.stderr);
       assert.equal(extended.stdout, `${held}\n`);
-      const watched = await runCli(['lease', 'watch', held, '--server', sim.url, '-o', 'name']);
+      const watched = await runInProcess(['lease', 'watch', held, '--server', sim.url, '-o', 'name']);
       assert.equal(watched.code, 1);
       assert.match(watched.stderr, /-o name prints lease ids, and watch prints events/);
-    }));
-
-  it('a signal while the listing or its --expiry probe waits for the broker: nothing listed, 129 on SIGHUP', () =>
-    withSimulator(async (sim) => {
-      const leaseId = sim.mint({ queue: 'orders', seconds: 120 });
-      const cases = [
-        // The consumer-group routes hang: the listing itself waits.
-        { args: [], fault: { kind: 'hang' } as const, signal: 'SIGHUP', code: 129 },
-        // Only the lease's extend route hangs: the listing is read, the probe waits.
-        { args: ['--expiry'], fault: { kind: 'hang', leaseId } as const, signal: 'SIGHUP', code: 129 },
-        { args: ['--expiry'], fault: { kind: 'hang', leaseId } as const, signal: 'SIGINT', code: 130 },
-      ] as const;
-      for (const { args, fault, signal, code } of cases) {
-        sim.clearFaults();
-        sim.resetLog();
-        sim.inject(fault);
-        const run = startCli(['lease', 'list', '--server', sim.url, '-o', 'json', ...args]);
-        // The simulator logs a request as it arrives: the one that hangs is the last.
-        const hanging = args.length > 0 ? 2 : 1;
-        for (const deadline = Date.now() + 30_000; sim.log.length < hanging; await delay(20))
-          assert.ok(Date.now() < deadline, `the request that hangs never came\n${run.stderr()}`);
-        run.kill(signal);
-        const result = await run.exited;
-        const what = `${signal} ${args.join(' ')}: ${result.stderr}`;
-        assert.equal(result.code, code, what);
-        assert.equal(result.stdout, '', what);
-        assert.match(
-          result.stderr,
-          /^queenctl: interrupted before the listing was complete; nothing was listed$/m,
-          what,
-        );
-        assert.doesNotMatch(result.stderr, /internal error/, what);
-      }
     }));
 });
 
