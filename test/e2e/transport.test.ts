@@ -1,5 +1,5 @@
 /**
- * How queenctl reaches the broker, end to end with the built binary: https with a certificate
+ * How queenctl reaches the broker, end to end (run in-process): https with a certificate
  * made here, a proxy run here, several replicas, and a token that never shows in any output.
  */
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { runCli } from '../support/cli.js';
+import { runInProcess } from '../support/in-process.js';
 import { startProxy, type TestProxy } from '../support/proxy.js';
 import { makeCertificate, type TestCertificate } from '../support/tls.js';
 
@@ -51,7 +51,7 @@ beforeEach(() => {
 describe('https', () => {
   it("--cacert trusts the broker's CA: the renewal goes through, without a warning", async () => {
     const leaseId = secure.mint();
-    const result = await runCli([
+    const result = await runInProcess([
       'lease',
       'extend',
       leaseId,
@@ -70,7 +70,7 @@ describe('https', () => {
   });
 
   it('without --cacert a self-signed broker is refused: exit 2, a TLS message, nothing sent', async () => {
-    const result = await runCli(['lease', 'extend', 'some-lease', '--server', secure.url, '--token', TOKEN]);
+    const result = await runInProcess(['lease', 'extend', 'some-lease', '--server', secure.url, '--token', TOKEN]);
     assert.equal(result.code, 2);
     assert.match(result.stderr, /TLS connection to https:\/\/127\.0\.0\.1:\d+ failed/);
     assert.match(result.stderr, /--cacert/);
@@ -79,7 +79,16 @@ describe('https', () => {
 
   it('--insecure connects anyway and warns that the certificate is not verified', async () => {
     const leaseId = secure.mint();
-    const result = await runCli(['lease', 'extend', leaseId, '--server', secure.url, '--token', TOKEN, '--insecure']);
+    const result = await runInProcess([
+      'lease',
+      'extend',
+      leaseId,
+      '--server',
+      secure.url,
+      '--token',
+      TOKEN,
+      '--insecure',
+    ]);
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stderr, /warning: --insecure: the TLS certificate of 127\.0\.0\.1:\d+ is not verified/);
   });
@@ -92,7 +101,7 @@ describe('https', () => {
       `current-context: tls\ncontexts:\n  - name: tls\n    server: ${secure.url}\n    cacert: ca.pem\n`,
     );
     const leaseId = secure.mint();
-    const result = await runCli(['lease', 'extend', leaseId, '--token', TOKEN], {
+    const result = await runInProcess(['lease', 'extend', leaseId, '--token', TOKEN], {
       env: { QUEEN_CONFIG: join(directory, 'config.yaml') },
     });
     assert.equal(result.code, 0, result.stderr);
@@ -109,7 +118,7 @@ describe('proxies', () => {
 
   it("HTTPS_PROXY carries an https renewal through a CONNECT tunnel, with the broker's TLS inside it", async () => {
     const leaseId = secure.mint();
-    const result = await runCli(
+    const result = await runInProcess(
       ['lease', 'extend', leaseId, '--server', secure.url, '--token', TOKEN, '--cacert', certificate.certFile],
       {
         env: { HTTPS_PROXY: proxy.url, NO_PROXY: '' },
@@ -122,12 +131,12 @@ describe('proxies', () => {
 
   it('HTTP_PROXY carries plain http, and NO_PROXY sends a listed host around it', async () => {
     const leaseId = plain.mint();
-    const via = await runCli(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN], {
+    const via = await runInProcess(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN], {
       env: { HTTP_PROXY: proxy.url },
     });
     assert.equal(via.code, 0, via.stderr);
     assert.deepEqual(proxy.targets, [new URL(plain.url).host]);
-    const around = await runCli(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN], {
+    const around = await runInProcess(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN], {
       env: { HTTP_PROXY: proxy.url, NO_PROXY: '127.0.0.1' },
     });
     assert.equal(around.code, 0, around.stderr);
@@ -142,7 +151,7 @@ describe('plain http and the token', () => {
     try {
       const leaseId = plain.mint();
       // The name resolves nowhere: only the proxy (which sends it to the simulator) can reach it.
-      const remote = await runCli(
+      const remote = await runInProcess(
         ['lease', 'extend', leaseId, '--server', 'http://queen.example.test:6632', '--token', TOKEN],
         {
           env: { HTTP_PROXY: proxy.url },
@@ -151,7 +160,7 @@ describe('plain http and the token', () => {
       assert.equal(remote.code, 0, remote.stderr);
       assert.match(remote.stderr, /warning: the bearer token goes over plain http to queen\.example\.test:6632/);
       assert.deepEqual(proxy.targets, ['queen.example.test:6632']);
-      const local = await runCli(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN]);
+      const local = await runInProcess(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN]);
       assert.equal(local.code, 0, local.stderr);
       assert.doesNotMatch(local.stderr, /plain http/);
     } finally {
@@ -176,7 +185,7 @@ describe('plain http and the token', () => {
       ['--token-file', tokenFile],
     ]) {
       plain.inject({ kind: 'status', status: 400, body: `bad request from Bearer ${TOKEN}`, times: 1 });
-      const result = await runCli([
+      const result = await runInProcess([
         'lease',
         'extend',
         leaseId,
@@ -195,7 +204,7 @@ describe('plain http and the token', () => {
       // Not even a long piece of it (a JWT's signature alone is a secret).
       assert.ok(!output.includes(TOKEN.slice(-20)), 'a piece of the token leaked');
     }
-    const fromEnv = await runCli(['lease', 'extend', leaseId, '-v', '--server', plain.url], {
+    const fromEnv = await runInProcess(['lease', 'extend', leaseId, '-v', '--server', plain.url], {
       env: { QUEEN_TOKEN: TOKEN },
     });
     assert.equal(fromEnv.code, 0, fromEnv.stderr);
@@ -208,7 +217,7 @@ describe('replicas', () => {
   it('fails over from a dead replica to a live one, and -v says which answered', async () => {
     const dead = await deadPort();
     const leaseId = plain.mint();
-    const result = await runCli([
+    const result = await runInProcess([
       'lease',
       'extend',
       leaseId,
@@ -236,7 +245,7 @@ describe('replicas', () => {
       const leaseId = plain.mint();
       other.inject({ kind: 'status', status: 503 });
       const servers = `${other.url},${plain.url}`;
-      const failedOver = await runCli(['lease', 'extend', leaseId, '--token', TOKEN, '--server', servers]);
+      const failedOver = await runInProcess(['lease', 'extend', leaseId, '--token', TOKEN, '--server', servers]);
       assert.equal(failedOver.code, 0, failedOver.stderr);
       assert.equal(other.log.length, 1);
       assert.equal(plain.log.length, 1);
@@ -245,12 +254,12 @@ describe('replicas', () => {
       other.resetLog();
       plain.resetLog();
       // The first replica answers "not renewed": that is the broker's word, not a failure.
-      const lost = await runCli(['lease', 'extend', 'unknown-lease', '--token', TOKEN, '--server', servers]);
+      const lost = await runInProcess(['lease', 'extend', 'unknown-lease', '--token', TOKEN, '--server', servers]);
       assert.equal(lost.code, 4);
       assert.equal(other.log.length, 1);
       assert.equal(plain.log.length, 0, 'a lost lease is not asked of another replica');
 
-      const refused = await runCli(['lease', 'extend', leaseId, '--token', 'wrong-token', '--server', servers]);
+      const refused = await runInProcess(['lease', 'extend', leaseId, '--token', 'wrong-token', '--server', servers]);
       assert.equal(refused.code, 3);
       assert.equal(plain.log.length, 0, 'a 401 is not asked of another replica');
     } finally {
@@ -263,7 +272,7 @@ describe('replicas', () => {
     try {
       hung.inject({ kind: 'hang' });
       const leases = [plain.mint(), plain.mint(), plain.mint()];
-      const result = await runCli([
+      const result = await runInProcess([
         'lease',
         'extend',
         ...leases,
@@ -287,7 +296,7 @@ describe('replicas', () => {
 
   it('when every replica fails, the error names each, and the exit code is 2', async () => {
     const [first, second] = [await deadPort(), await deadPort()];
-    const result = await runCli([
+    const result = await runInProcess([
       'lease',
       'extend',
       'some-lease',
