@@ -1,13 +1,13 @@
 /**
  * `lease watch` at scale, end to end, sized for `npm test`: a broker that refuses connections for
  * seconds under hundreds of leases, Retry-After, and a watch that cannot keep up. The full sizes
- * of issue 12 are in test/slow/watch-scale.test.ts. Real time on a shared machine: leases of tens
- * of seconds, and assertions on counts, not on timings.
+ * of issue 12 are in test/slow/watch-scale.test.ts (as a process). Run in-process here. Real time on
+ * a shared machine: leases of tens of seconds, and assertions on counts, not on timings.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { startTcpFront } from '../../tools/simulator/index.js';
-import { runCli } from '../support/cli.js';
+import { runInProcess } from '../support/in-process.js';
 import { count, mintMany, refusedAttempts, renewedIds, watch, withSimulator } from '../support/watching.js';
 
 describe('lease watch through an outage, scaled down', () => {
@@ -17,7 +17,7 @@ describe('lease watch through an outage, scaled down', () => {
       try {
         const ids = mintMany(sim, 400, 40);
         const refusing = front.refuse(3_000);
-        const run = watch(front.url, ids, ['--seconds', '40', '-o', 'ndjson', '-v'], 90_000);
+        const run = watch(front.url, ids, ['--seconds', '40', '-o', 'ndjson', '-v'], 90_000, 'in-process');
         await refusing;
         const during = run.events().length;
         const attempts = refusedAttempts(run.stderr());
@@ -45,7 +45,13 @@ describe('lease watch at scale: Retry-After and capacity', { concurrency: true }
     withSimulator(async (sim) => {
       sim.inject({ kind: 'latency', ms: 200 });
       const ids = mintMany(sim, 1_500, 60);
-      const run = watch(sim.url, ids, ['--seconds', '9', '--concurrency', '2', '--for', '4s', '-o', 'ndjson']);
+      const run = watch(
+        sim.url,
+        ids,
+        ['--seconds', '9', '--concurrency', '2', '--for', '4s', '-o', 'ndjson'],
+        40_000,
+        'in-process',
+      );
       const code = await run.exited;
       assert.equal(code, 0, run.stderr());
       const warnings = run.stderr().match(/warning: cannot keep up.*/g) ?? [];
@@ -60,7 +66,7 @@ describe('lease watch at scale: Retry-After and capacity', { concurrency: true }
     withSimulator(async (sim) => {
       const leaseId = sim.mint({ seconds: 60 });
       sim.inject({ kind: 'status', status: 429, headers: { 'Retry-After': '2' }, times: 1 });
-      const result = await runCli(['lease', 'extend', leaseId, '--server', sim.url, '-o', 'json']);
+      const result = await runInProcess(['lease', 'extend', leaseId, '--server', sim.url, '-o', 'json']);
       assert.equal(result.code, 0, result.stderr);
       assert.match(
         result.stderr,
@@ -77,7 +83,7 @@ describe('lease watch at scale: Retry-After and capacity', { concurrency: true }
     withSimulator(async (sim) => {
       const leaseId = sim.mint({ seconds: 60 });
       sim.inject({ kind: 'status', status: 503, headers: { 'Retry-After': '30' }, times: 1 });
-      const result = await runCli(['lease', 'extend', leaseId, '--server', sim.url, '--timeout', '2s']);
+      const result = await runInProcess(['lease', 'extend', leaseId, '--server', sim.url, '--timeout', '2s']);
       assert.equal(result.code, 2);
       assert.match(result.stderr, /HTTP 503: Service Unavailable; it asked to retry after 30s/);
       assert.match(result.stderr, /longer than --timeout \(2s\) allows waiting/);
@@ -88,7 +94,7 @@ describe('lease watch at scale: Retry-After and capacity', { concurrency: true }
     withSimulator(async (sim) => {
       const ids = mintMany(sim, 3, 60);
       sim.inject({ kind: 'status', status: 503, headers: { 'Retry-After': '3' }, times: 1, leaseId: ids[0] as string });
-      const run = watch(sim.url, ids, ['--seconds', '60', '--for', '10s', '-o', 'ndjson']);
+      const run = watch(sim.url, ids, ['--seconds', '60', '--for', '10s', '-o', 'ndjson'], 40_000, 'in-process');
       const code = await run.exited;
       assert.equal(code, 0, run.stderr());
       const events = run.events();

@@ -1,10 +1,13 @@
 /**
  * What the end-to-end tests of a large watch share: a watch of many leases read from standard
- * input through the one process runner, its ndjson events parsed as they come, and counts.
+ * input, in-process (test/e2e) or through the one process runner (test/slow, at full size, where
+ * the broker and queenctl must not share one thread), its ndjson events parsed as they come,
+ * and counts.
  */
 import { setMaxListeners } from 'node:events';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { startCli } from './cli.js';
+import { startInProcess } from './in-process.js';
 
 // The simulator's latency fault listens on one signal per request held: thousands at once.
 setMaxListeners(0);
@@ -25,8 +28,15 @@ export interface Watching {
   exited: Promise<number | null>;
 }
 
-export function watch(server: string, leaseIds: string[], args: string[], guardMs = 40_000): Watching {
-  const run = startCli(['lease', 'watch', '-', '--server', server, ...args], {
+export function watch(
+  server: string,
+  leaseIds: string[],
+  args: string[],
+  guardMs = 40_000,
+  runner: 'in-process' | 'process' = 'process',
+): Watching {
+  const start = runner === 'in-process' ? startInProcess : startCli;
+  const run = start(['lease', 'watch', '-', '--server', server, ...args], {
     stdin: `${leaseIds.join('\n')}\n`,
     timeoutMs: guardMs,
   });
