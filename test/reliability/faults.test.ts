@@ -7,7 +7,9 @@
  *
  * Every row runs the verb in this process (the real broker client over loopback, buffers for
  * the streams: a process per row would cost half a second each); one row of each kind runs
- * again as a process, for the exit status and streams a shell sees. Rows run with --retries 0
+ * again through the whole command line (run() of src/cli.ts, in this process), for the exit
+ * status and streams a shell sees; each exit status through the real binary is
+ * test/process/exit-codes.test.ts. Rows run with --retries 0
  * when they are transient (retrying would only slow them down) and with --retries 2 when they
  * are not (so `sent: 1` proves they are not retried). Faults are scoped to the row's own lease
  * id, so rows run concurrently on one simulator.
@@ -465,10 +467,10 @@ after(async () => {
 });
 
 /**
- * One row of each kind again as a process: the exit status, stderr and stdout a script sees.
+ * One row of each kind again through the command line: the exit status, stderr and stdout a script sees.
  * (The rows left out differ from these only inside the parser, which the matrix above covers.)
  */
-const AS_A_PROCESS = new Set([
+const THROUGH_THE_COMMAND_LINE = new Set([
   'connection refused',
   'connection reset in the middle of the response',
   'slower than --timeout',
@@ -510,8 +512,8 @@ describe('the fault matrix', { concurrency: true }, () => {
       }
     });
 
-    describe(`lease ${verb}: the same failures seen from a shell`, { concurrency: 4 }, () => {
-      for (const row of ROWS.filter((candidate) => AS_A_PROCESS.has(candidate.name))) {
+    describe(`lease ${verb}: the same failures through the command line`, { concurrency: 4 }, () => {
+      for (const row of ROWS.filter((candidate) => THROUGH_THE_COMMAND_LINE.has(candidate.name))) {
         it(`${row.name}: exit status ${row.code}, one line on stderr, nothing on stdout`, async () => {
           const leaseId = sim.mint();
           if (row.fault) sim.inject(row.fault(leaseId));

@@ -1,14 +1,11 @@
 /**
- * What the reliability suite shares: running queenctl as a process, and the checks every
- * failure must pass (its exit code, one line of reason on stderr, no stack trace, nothing on
- * stdout a script could take for success).
- *
- * queenctl runs as a process (through test/support/cli.ts) from entry.ts: main() of the compiled
- * sources, whatever the published bin loads.
+ * What the reliability suite shares: running queenctl's command line in this process, and the
+ * checks every failure must pass (its exit code, one line of reason on stderr, no stack trace,
+ * nothing on stdout a script could take for success). The same through the real binary, as a
+ * shell sees it: test/process/exit-codes.test.ts.
  */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import type { StdinLike } from '../../src/args.js';
 import { BrokerClient } from '../../src/broker/client.js';
 import { UndiciTransport } from '../../src/broker/undici-transport.js';
@@ -17,19 +14,12 @@ import { systemClock, type Clock } from '../../src/clock.js';
 import { runExtend } from '../../src/commands/lease/extend.js';
 import { runInspect } from '../../src/commands/lease/inspect.js';
 import type { OutputFormat } from '../../src/output/format.js';
-import { type CliResult, type ProcessOptions, type RunningProcess, startCli } from '../support/cli.js';
 import { bufferIO } from '../support/fakes.js';
+import { type InProcessOptions, type InProcessResult, runInProcess } from '../support/in-process.js';
 
-export const ENTRY = fileURLToPath(new URL('./entry.js', import.meta.url));
-
-/** queenctl from the compiled sources (entry.ts), running; see test/support/cli.ts. */
-export function startQueenctl(args: string[], options: ProcessOptions = {}): RunningProcess {
-  return startCli(args, { ...options, entry: ENTRY });
-}
-
-/** queenctl from the compiled sources (entry.ts), run to completion. */
-export function runQueenctl(args: string[], options: ProcessOptions = {}): Promise<CliResult> {
-  return startQueenctl(args, options).exited;
+/** queenctl's whole command line (arguments, environment, exit code), run in this process. */
+export function runQueenctl(args: string[], options: InProcessOptions = {}): Promise<InProcessResult> {
+  return runInProcess(args, options);
 }
 
 /** A loopback port nothing listens on: bound, then released. */
@@ -73,7 +63,7 @@ export function records(stdout: string): Array<Record<string, unknown>> {
   return text.split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
-export function describeResult(result: Pick<CliResult, 'stdout' | 'stderr'> & { code: number | null }): string {
+export function describeResult(result: Pick<InProcessResult, 'stdout' | 'stderr'> & { code: number | null }): string {
   const { code, stdout, stderr } = result;
   return `exit ${code}\n--- stdout\n${stdout.slice(0, 2000)}\n--- stderr\n${stderr.slice(0, 2000)}`;
 }

@@ -3,26 +3,17 @@
  * message, and the simulator's log proves that nothing was sent. Odd but legal ids travel
  * percent-encoded as one path segment and can never reach another route.
  *
- * Rows test/e2e/extend.test.ts already has for extend run here for inspect only.
+ * Rows test/e2e/extend.test.ts already has for extend run here for inspect only. Each runs the
+ * command line in this process; `-` on a real terminal is test/process/tty.test.ts.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { MAX_LEASE_ID_LENGTH } from '../../src/args.js';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { runProcess } from '../support/cli.js';
-import {
-  assertNoStackTrace,
-  assertOneLineReason,
-  describeResult,
-  ENTRY,
-  records,
-  runQueenctl,
-  runVerb,
-} from './harness.js';
+import { assertNoStackTrace, assertOneLineReason, describeResult, records, runQueenctl, runVerb } from './harness.js';
 
 type Verb = 'extend' | 'inspect';
 const BOTH: Verb[] = ['extend', 'inspect'];
@@ -288,31 +279,6 @@ describe('standard input that cannot be read', () => {
           /^queenctl: cannot read lease ids from standard input: EIO; nothing was sent$/,
         );
         assert.equal(result.stdout, '');
-        assert.equal(sim.log.length, 0);
-      } finally {
-        await sim.close();
-      }
-    });
-  }
-});
-
-const hasScript = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
-
-describe('- when standard input is a terminal', () => {
-  for (const verb of BOTH) {
-    it(`lease ${verb} -: exit 1 before reading anything, nothing sent`, {
-      skip: hasScript ? false : 'needs script(1) for a pty (test/unit/args.test.ts covers leaseIdSource with isTTY)',
-    }, async () => {
-      const sim = await startSimulator();
-      try {
-        const node = JSON.stringify(process.execPath);
-        const command = `${node} ${JSON.stringify(ENTRY)} lease ${verb} - --server ${sim.url}`;
-        // script(1) runs the command on a new pty: its stdin and stdout are a terminal.
-        const { code, stdout, stderr } = await runProcess('script', ['-qec', command, '/dev/null']);
-        const output = stdout + stderr;
-        assert.equal(code, 1, output);
-        assert.match(output, /queenctl: - reads lease ids from standard input, but it is a terminal/);
-        assertNoStackTrace(output);
         assert.equal(sim.log.length, 0);
       } finally {
         await sim.close();

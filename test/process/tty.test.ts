@@ -1,0 +1,37 @@
+/**
+ * `-` when standard input is a terminal: a real pseudo-terminal (script(1)) in front of the
+ * process, so isTTY comes from the kernel, not from a test's say-so.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { startSimulator } from '../../tools/simulator/index.js';
+import { assertNoStackTrace } from '../reliability/harness.js';
+import { cliCommandLine, runProcess } from '../support/cli.js';
+
+type Verb = 'extend' | 'inspect';
+const BOTH: Verb[] = ['extend', 'inspect'];
+
+const hasScript = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
+
+describe('- when standard input is a terminal', () => {
+  for (const verb of BOTH) {
+    it(`lease ${verb} -: exit 1 before reading anything, nothing sent`, {
+      skip: hasScript ? false : 'needs script(1) for a pty (test/unit/args.test.ts covers leaseIdSource with isTTY)',
+    }, async () => {
+      const sim = await startSimulator();
+      try {
+        const command = `${cliCommandLine()} lease ${verb} - --server ${sim.url}`;
+        // script(1) runs the command on a new pty: its stdin and stdout are a terminal.
+        const { code, stdout, stderr } = await runProcess('script', ['-qec', command, '/dev/null']);
+        const output = stdout + stderr;
+        assert.equal(code, 1, output);
+        assert.match(output, /queenctl: - reads lease ids from standard input, but it is a terminal/);
+        assertNoStackTrace(output);
+        assert.equal(sim.log.length, 0);
+      } finally {
+        await sim.close();
+      }
+    });
+  }
+});
