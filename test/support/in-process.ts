@@ -159,7 +159,21 @@ export function startInProcess(args: string[], options: InProcessOptions = {}): 
     settle(outcome);
     poke();
   };
-  const giveUp = setTimeout(() => end(null, 'SIGKILL', true), options.timeoutMs ?? DEFAULT_GIVE_UP_MS);
+  /**
+   * A process a signal ended stops there; a run in this process would go on (a watch for as long
+   * as its leases last), so it is told to stop as SIGTERM would, unheard: its output is closed.
+   */
+  let stopping = false;
+  const stopUnheard = (): void => {
+    if (stopping) return;
+    stopping = true;
+    stdin.destroy();
+    for (const listener of listeners.get('SIGTERM') ?? []) listener('SIGTERM');
+  };
+  const giveUp = setTimeout(() => {
+    end(null, 'SIGKILL', true);
+    stopUnheard();
+  }, options.timeoutMs ?? DEFAULT_GIVE_UP_MS);
 
   const ports: CliPorts = {
     env: cleanEnv(options.env),
@@ -171,7 +185,10 @@ export function startInProcess(args: string[], options: InProcessOptions = {}): 
     },
     // run() resolves with the status it set last: that is the one a process would end with.
     setExitCode: () => {},
-    exit: (code) => end(code, null),
+    exit: (code) => {
+      end(code, null);
+      stopUnheard();
+    },
     nodeVersion: process.version,
     clock: options.clock,
   };
@@ -221,7 +238,10 @@ export function startInProcess(args: string[], options: InProcessOptions = {}): 
       if (outcome) return;
       const caught = signal === 'SIGKILL' ? [] : (listeners.get(signal) ?? []);
       if (caught.length > 0) for (const listener of caught) listener(signal);
-      else if (FATAL_SIGNALS.includes(signal)) end(null, signal);
+      else if (FATAL_SIGNALS.includes(signal)) {
+        end(null, signal);
+        stopUnheard();
+      }
       // Any other signal's default is to be ignored (SIGWINCH, SIGCHLD) or is not sent by tests.
     },
     exited,
