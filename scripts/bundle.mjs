@@ -64,10 +64,10 @@ const { outputFiles } = await build({
   platform: 'node',
   target: 'node20',
   format: 'cjs',
-  // Loaded only by the paths that need them (tables, yaml; undici's whole index only behind a
+  // Loaded only by the paths that need them (tables, yaml, -o jsonpath=; undici's whole index only behind a
   // proxy): left out of the file every run reads, and required when used. chalk and ora are
   // ES modules only, which Node 20 cannot require: they are bundled, and run only when used.
-  external: ['yaml', 'cli-table3'],
+  external: ['yaml', 'cli-table3', 'jsonpath-rfc9535'],
   // import() becomes a require() inside a promise: code run from a V8 code cache by vm.Script
   // has no module loader for import() on Node 20 (bin/queenctl.cjs).
   supported: { 'dynamic-import': false },

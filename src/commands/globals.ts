@@ -59,7 +59,8 @@ export function addGlobalOptions(program: Command): Command {
     .addOption(
       new Option(
         '-o, --output <format>',
-        'table|wide|json|ndjson|yaml|name (default: table on a terminal, else json; name: lease ids alone)',
+        'table|wide|json|ndjson|yaml|name|jsonpath=<expr> (default: table on a terminal, else json; ' +
+          "name: lease ids alone; jsonpath: .key, or kubectl's '{.key}' template, applied to the json)",
       ),
     )
     .addOption(
@@ -189,7 +190,7 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       ports.catchHangup();
       const flags = command.optsWithGlobals<GlobalFlags>();
       const stdoutIsTTY = Boolean(ports.stdout.isTTY);
-      const resolved = resolveFormat(flags.output, stdoutIsTTY);
+      const resolved = await resolveFormat(flags.output, stdoutIsTTY);
       const connection = await resolveConnection(flags, ports.env);
       const secret =
         connection.token !== undefined && connection.token.length >= MIN_REDACTED_LENGTH ? connection.token : undefined;
@@ -261,7 +262,7 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
     async runLocal(command, verb) {
       const flags = command.optsWithGlobals<GlobalFlags>();
       const stdoutIsTTY = Boolean(ports.stdout.isTTY);
-      const resolved = resolveFormat(flags.output, stdoutIsTTY);
+      const resolved = await resolveFormat(flags.output, stdoutIsTTY);
       const io: IO = {
         stdout: ports.stdout,
         stderr: ports.stderr,

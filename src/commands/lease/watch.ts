@@ -33,6 +33,8 @@ import {
   type WatchOutputMode,
   type WatchRenderer,
 } from '../../output/watch.js';
+import { isJsonPath } from '../../output/format.js';
+import type { JsonPathTemplate } from '../../output/jsonpath.js';
 import { errorMessage } from '../../output/words.js';
 import { CONCURRENCY_CEILING } from '../../renewal/concurrency.js';
 import type { WatchEvent } from '../../renewal/events.js';
@@ -58,6 +60,8 @@ export interface WatchOptions {
   /** What followed `--`: the command and its arguments; null without one. */
   command: readonly string[] | null;
   output: WatchOutputMode;
+  /** -o jsonpath=: each event through this template, one line an event. */
+  jsonpath?: JsonPathTemplate | undefined;
   /** A --token flag, visible in ps for as long as the watch runs. */
   tokenOnCommandLine: boolean;
 }
@@ -164,6 +168,7 @@ Examples:
             concurrencyGiven: settings.concurrencyGiven,
             command: after,
             output,
+            jsonpath: isJsonPath(settings.format) ? settings.format.template : undefined,
             tokenOnCommandLine: settings.tokenOnCommandLine,
           };
           return runWatch(watch, runtime, { ...proc, launch: launchInProcessGroup });
@@ -273,6 +278,7 @@ class Watch {
     const { options } = this;
     this.renderer = await watchRenderer({
       mode: options.output,
+      jsonpath: options.jsonpath,
       stdout: io.stdout,
       stderr: io.stderr,
       clock,
