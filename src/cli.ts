@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { completeCommand, completionCommand } from './commands/completion.js';
 import { configCommand } from './commands/config/index.js';
 import { leaseCommand } from './commands/lease/index.js';
+import { pingCommand } from './commands/ping.js';
 import { globalContext, addGlobalOptions } from './commands/globals.js';
 import { ExitCode, QueenctlError, UsageError, signalExitCode } from './exit.js';
 import { errorMessage } from './output/words.js';
@@ -86,6 +87,7 @@ export async function main(argv: string[]): Promise<void> {
   const globals = globalContext(ports, VERSION);
   program.addCommand(leaseCommand(globals));
   program.addCommand(configCommand(globals));
+  program.addCommand(pingCommand(globals));
   program.addCommand(completionCommand(globals));
   program.addCommand(completeCommand(globals), { hidden: true });
   program.addHelpText(

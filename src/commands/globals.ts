@@ -95,6 +95,8 @@ export interface Settings {
   outputGiven: boolean;
   /** The token came from --token, which every user sees in ps for as long as queenctl runs. */
   tokenOnCommandLine: boolean;
+  /** A token is sent with every request (flag, env or context). */
+  tokenInForce: boolean;
 }
 
 /** What a verb may choose of its Runtime. */
@@ -242,6 +244,7 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
           timeoutMs: flags.timeout,
           outputGiven: flags.output !== undefined,
           tokenOnCommandLine: flags.token !== undefined,
+          tokenInForce: connection.token !== undefined,
         };
         const { env, argvAfterDashDash, relaySignals } = ports;
         const runtime: Runtime<BrokerClient> = {
