@@ -57,6 +57,23 @@ const undiciIndexExternal = {
   },
 };
 
+/**
+ * What `queenctl version` says of this build (src/build-info.ts): the commit when this is a git
+ * checkout (null from a tarball), the time of the build, and that this is the npm package.
+ */
+function buildInfo() {
+  let commit = null;
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: fileURLToPath(root), stdio: 'pipe' })
+      .toString()
+      .trim();
+  } catch {
+    // Not a git checkout, or no git: the build does not know its commit.
+  }
+  const date = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return { commit: commit || null, date, standalone: false };
+}
+
 const { outputFiles } = await build({
   entryPoints: [fileURLToPath(new URL('src/cli.ts', root))],
   outfile,
@@ -71,6 +88,7 @@ const { outputFiles } = await build({
   // import() becomes a require() inside a promise: code run from a V8 code cache by vm.Script
   // has no module loader for import() on Node 20 (bin/queenctl.cjs).
   supported: { 'dynamic-import': false },
+  define: { QUEENCTL_BUILD_INFO: JSON.stringify(buildInfo()) },
   plugins: [lazyHttp2, lazyCommanderChildProcess, undiciIndexExternal],
   legalComments: 'none',
   logLevel: 'warning',

@@ -8,9 +8,11 @@ import { completeCommand, completionCommand } from './commands/completion.js';
 import { configCommand } from './commands/config/index.js';
 import { leaseCommand } from './commands/lease/index.js';
 import { pingCommand } from './commands/ping.js';
+import { versionCommand } from './commands/version.js';
 import { globalContext, addGlobalOptions } from './commands/globals.js';
 import { ExitCode, QueenctlError, UsageError, signalExitCode } from './exit.js';
 import { errorMessage } from './output/words.js';
+import { BUILD_INFO } from './build-info.js';
 import { VERSION } from './version.js';
 
 export async function main(argv: string[]): Promise<void> {
@@ -99,13 +101,7 @@ Examples:
   queenctl config get-contexts
   source <(queenctl completion bash)`,
   );
-  program
-    .command('version')
-    .description('print the version of queenctl and of Node.js')
-    .addHelpText('after', '\nExamples:\n  queenctl version\n  queenctl --version')
-    .action(() => {
-      process.stdout.write(`queenctl ${VERSION} (node ${process.version})\n`);
-    });
+  program.addCommand(versionCommand(globals, { version: VERSION, info: BUILD_INFO }));
   // Commander's own `help` looks one word deep: `help lease extend` would show the group's help.
   program
     .command('help')

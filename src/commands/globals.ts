@@ -97,6 +97,9 @@ export interface Settings {
   tokenOnCommandLine: boolean;
   /** A token is sent with every request (flag, env or context). */
   tokenInForce: boolean;
+  /** The context in force, undefined without one, and the broker it resolved to (replicas comma-joined). */
+  contextName: string | undefined;
+  server: string;
 }
 
 /** What a verb may choose of its Runtime. */
@@ -245,6 +248,8 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
           outputGiven: flags.output !== undefined,
           tokenOnCommandLine: flags.token !== undefined,
           tokenInForce: connection.token !== undefined,
+          contextName: connection.contextName,
+          server: connection.server,
         };
         const { env, argvAfterDashDash, relaySignals } = ports;
         const runtime: Runtime<BrokerClient> = {

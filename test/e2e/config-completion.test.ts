@@ -166,11 +166,12 @@ describe('help', () => {
     }
   });
 
-  it("version prints queenctl's version and Node's", async () => {
-    const result = await runCli(['version']);
+  it("version --short prints queenctl's version, commit, build date and Node's, in a pipe too", async () => {
+    const result = await runCli(['version', '--short']);
+    const node = process.version.replaceAll('.', '\\.');
     assert.match(
       result.stdout,
-      new RegExp(`^queenctl \\d+\\.\\d+\\.\\d+ \\(node ${process.version.replaceAll('.', '\\.')}\\)\\n$`),
+      new RegExp(`^queenctl \\d+\\.\\d+\\.\\d+ \\(commit ([0-9a-f]+|-), built (\\S+Z|-), node ${node}\\)\\n$`),
     );
   });
 });

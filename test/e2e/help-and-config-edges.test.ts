@@ -94,7 +94,7 @@ describe('queenctl help <group> <verb>', { concurrency: true }, () => {
     assert.equal(top.code, 1);
     assert.equal(top.stdout, '');
     assert.match(top.stderr, /^queenctl: unknown command "nosuch" for "queenctl"\n/);
-    assert.match(top.stderr, /the commands of queenctl are: lease, config, completion, version, help\n/);
+    assert.match(top.stderr, /the commands of queenctl are: lease, config, ping, completion, version, help\n/);
 
     const verb = await cli(['help', 'lease', 'extnd']);
     assert.equal(verb.code, 1);
@@ -126,7 +126,7 @@ _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"`,
         .split('\n')
         .filter(Boolean)
         .sort();
-    assert.deepEqual(complete(['queenctl', 'help', '']), ['completion', 'config', 'lease', 'version']);
+    assert.deepEqual(complete(['queenctl', 'help', '']), ['completion', 'config', 'lease', 'ping', 'version']);
     assert.deepEqual(complete(['queenctl', 'help', 'lease', '']), ['extend', 'inspect', 'list', 'watch']);
     assert.deepEqual(complete(['queenctl', 'help', 'config', 'use']), ['use-context']);
     assert.deepEqual(complete(['queenctl', 'help', 'lease', 'extend', '']), []);
