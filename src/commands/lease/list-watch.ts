@@ -108,7 +108,6 @@ function growingTable(stdout: OutputStream, options: ListOptions, wide: boolean,
   const headers = ['EVENT', 'LEASE ID', 'GROUP', 'QUEUE', 'PARTITIONS', 'LIVE'];
   let widths: number[] | null = null;
   // Widths count what shows, not colour codes.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes are what is removed
   const visible = (cell: string): number => cell.replace(/\u001b\[[0-9;]*m/g, '').length;
   const line = (cells: string[]): string =>
     `${cells
