@@ -205,7 +205,10 @@ async function mapBounded<T, R>(items: readonly T[], limit: number, fetch: (item
 }
 
 /** Every holder the filters can select: the groups' partitions, fetched as few as the filters allow. */
-export async function readHolders(options: ListOptions, runtime: ListRuntime): Promise<PartitionHolder[]> {
+export async function readHolders(
+  options: Pick<ListOptions, 'groups' | 'queues' | 'retry' | 'concurrency'>,
+  runtime: ListRuntime,
+): Promise<PartitionHolder[]> {
   const { client, clock, signal } = runtime;
   const retrying = <T>(request: () => Promise<T>): Promise<T> => withRetries(request, options.retry, { clock, signal });
   let groups = [...new Set(options.groups)];
