@@ -74,7 +74,7 @@ describe('completion of lease ids', () => {
     assert.deepEqual((await bash('queenctl lease list ')).offered, [], 'list takes no lease id');
   });
 
-  it('bash: an unreachable broker (--context on the line) offers nothing, and nothing reaches the terminal', async () => {
+  it('bash: an unreachable broker (--context on the line) offers nothing, and says nothing', async () => {
     sim().mint();
     const { offered, stderr } = await bash('queenctl --context down lease extend ');
     assert.deepEqual(offered, []);
