@@ -23,7 +23,7 @@ export interface Build {
   node: string;
 }
 
-export function versionCommand(globals: GlobalContext, build: Omit<Build, 'node'>): Command {
+export function versionCommand(globals: GlobalContext, build: Build): Command {
   return new Command('version')
     .description("print queenctl's version, commit, build date and Node.js, then the broker's version")
     .option('--short', 'print the first line only; never contacts the broker')
@@ -48,7 +48,7 @@ Examples:
   queenctl --version`,
     )
     .action(async (options: { short?: boolean }, command: Command) => {
-      const local: Build = { ...build, node: process.version };
+      const local = build;
       if (options.short) {
         await globals.runLocal(command, async ({ io, format, flags }) =>
           runVersionShort({ build: local, format: textUnlessAsked(format, flags.output !== undefined) }, io),
