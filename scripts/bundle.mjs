@@ -4,6 +4,7 @@
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { realpathSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,19 +60,26 @@ const undiciIndexExternal = {
 
 /**
  * What `queenctl version` says of this build (src/build-info.ts): the commit when this is a git
- * checkout (null from a tarball), the time of the build, and that this is the npm package.
+ * checkout of queenctl itself (null from a tarball, even one unpacked inside another repository),
+ * the time of the build, and that this is the npm package.
  */
 function buildInfo() {
+  const dir = fileURLToPath(root);
   let commit = null;
   try {
-    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: fileURLToPath(root), stdio: 'pipe' })
+    const [top, hash] = execFileSync('git', ['rev-parse', '--show-toplevel', '--short', 'HEAD'], {
+      cwd: dir,
+      stdio: 'pipe',
+    })
       .toString()
-      .trim();
+      .trim()
+      .split('\n');
+    if (top && realpathSync(top) === realpathSync(dir)) commit = hash || null;
   } catch {
     // Not a git checkout, or no git: the build does not know its commit.
   }
   const date = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-  return { commit: commit || null, date, standalone: false };
+  return { commit, date, standalone: false };
 }
 
 const { outputFiles } = await build({
@@ -81,10 +89,10 @@ const { outputFiles } = await build({
   platform: 'node',
   target: 'node20',
   format: 'cjs',
-  // Loaded only by the paths that need them (tables, yaml, -o jsonpath=; undici's whole index only behind a
+  // Loaded only by the paths that need them (tables, yaml; undici's whole index only behind a
   // proxy): left out of the file every run reads, and required when used. chalk and ora are
   // ES modules only, which Node 20 cannot require: they are bundled, and run only when used.
-  external: ['yaml', 'cli-table3', 'jsonpath-rfc9535'],
+  external: ['yaml', 'cli-table3'],
   // import() becomes a require() inside a promise: code run from a V8 code cache by vm.Script
   // has no module loader for import() on Node 20 (bin/queenctl.cjs).
   supported: { 'dynamic-import': false },
