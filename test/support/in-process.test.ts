@@ -84,4 +84,20 @@ describe('in-process runner', () => {
       await sim.close();
     }
   });
+
+  it('sends the signal an AbortSignal names when it aborts: an interrupted extend sends nothing, exit 129', async () => {
+    const sim = await startSimulator();
+    try {
+      const hangup = new AbortController();
+      hangup.abort('SIGHUP');
+      const result = await runInProcess(['lease', 'extend', sim.mint(), '--server', sim.url], {
+        signal: hangup.signal,
+      });
+      assert.equal(result.code, 129, result.stderr);
+      assert.match(result.stderr, /interrupted/);
+      assert.equal(sim.log.length, 0);
+    } finally {
+      await sim.close();
+    }
+  });
 });

@@ -40,6 +40,11 @@ export interface InProcessOptions {
   clock?: Clock;
   /** Give up on the run after this long (default 60 s): the result says `killed`. */
   timeoutMs?: number;
+  /**
+   * Sends the run a signal when it aborts: its reason when that names one (`SIGHUP`), else SIGINT.
+   * For runInProcess, which has no handle to `kill` with.
+   */
+  signal?: AbortSignal;
 }
 
 export interface InProcessResult {
@@ -202,6 +207,29 @@ export function startInProcess(args: string[], options: InProcessOptions = {}): 
     },
   );
 
+  const kill = (signal: NodeJS.Signals = 'SIGTERM'): void => {
+    if (outcome) return;
+    const caught = signal === 'SIGKILL' ? [] : (listeners.get(signal) ?? []);
+    if (caught.length > 0) for (const listener of caught) listener(signal);
+    else if (FATAL_SIGNALS.includes(signal)) {
+      end(null, signal);
+      stopUnheard();
+    }
+    // Any other signal's default is to be ignored (SIGWINCH, SIGCHLD) or is not sent by tests.
+  };
+  const abortSignal = options.signal;
+  if (abortSignal) {
+    const onAbort = (): void => {
+      const reason: unknown = abortSignal.reason;
+      kill(typeof reason === 'string' && /^SIG[A-Z]+$/.test(reason) ? (reason as NodeJS.Signals) : 'SIGINT');
+    };
+    if (abortSignal.aborted) onAbort();
+    else {
+      abortSignal.addEventListener('abort', onAbort, { once: true });
+      void exited.finally(() => abortSignal.removeEventListener('abort', onAbort)).catch(() => {});
+    }
+  }
+
   const until = <T>(check: () => T | undefined, what: string, timeoutMs = DEFAULT_WAIT_MS): Promise<T> =>
     new Promise((resolve, reject) => {
       const failWith = (why: string): void => {
@@ -234,16 +262,7 @@ export function startInProcess(args: string[], options: InProcessOptions = {}): 
     until,
     waitForStdout: (pattern, timeoutMs) => matching(() => stdout.text, pattern, timeoutMs),
     waitForStderr: (pattern, timeoutMs) => matching(() => stderr.text, pattern, timeoutMs),
-    kill: (signal = 'SIGTERM') => {
-      if (outcome) return;
-      const caught = signal === 'SIGKILL' ? [] : (listeners.get(signal) ?? []);
-      if (caught.length > 0) for (const listener of caught) listener(signal);
-      else if (FATAL_SIGNALS.includes(signal)) {
-        end(null, signal);
-        stopUnheard();
-      }
-      // Any other signal's default is to be ignored (SIGWINCH, SIGCHLD) or is not sent by tests.
-    },
+    kill,
     exited,
   };
 }
