@@ -85,7 +85,7 @@ describe('in-process runner', () => {
     }
   });
 
-  it('sends the signal an AbortSignal names when it aborts: an interrupted extend sends nothing, exit 129', async () => {
+  it('sends the signal an AbortSignal names when it aborts: an interrupted extend sends nothing, 129', async () => {
     const sim = await startSimulator();
     try {
       const hangup = new AbortController();
