@@ -49,6 +49,31 @@ const lazyCommanderChildProcess = {
   },
 };
 
+/**
+ * undici is most of what a bundle with it holds (~600 KB of ~950 KB), and only a run that sends
+ * a request runs it: reading and deserializing it cost every `--version`, help and usage error
+ * ~10 ms (issue 19). The two modules queenctl uses (the Agent and its request API) go to a file
+ * of their own, dist/queenctl-undici.cjs, required when the transport is loaded
+ * (broker/undici-transport.ts); bin/queenctl.cjs loads it with a code cache of its own.
+ */
+const UNDICI_CHUNK = 'queenctl-undici.cjs';
+const UNDICI_MODULES = ['undici/lib/dispatcher/agent.js', 'undici/lib/api/api-request.js'];
+const undiciChunk = {
+  name: 'undici-chunk',
+  setup(builder) {
+    builder.onResolve({ filter: /^undici\/lib\// }, (args) => {
+      if (!UNDICI_MODULES.includes(args.path))
+        throw new Error(`${args.path}: add it to UNDICI_MODULES in scripts/bundle.mjs, or it is bundled twice`);
+      return { path: args.path, namespace: 'undici-chunk' };
+    });
+    builder.onLoad({ filter: /.*/, namespace: 'undici-chunk' }, (args) => ({
+      contents: `module.exports = require('./${UNDICI_CHUNK}')[${JSON.stringify(args.path)}];`,
+      loader: 'js',
+    }));
+    builder.onResolve({ filter: /^\.\/queenctl-undici\.cjs$/ }, (args) => ({ path: args.path, external: true }));
+  },
+};
+
 /** `undici` itself (not its deep modules, which are bundled) stays a runtime import. */
 const undiciIndexExternal = {
   name: 'undici-index-external',
@@ -71,7 +96,26 @@ const { outputFiles } = await build({
   // import() becomes a require() inside a promise: code run from a V8 code cache by vm.Script
   // has no module loader for import() on Node 20 (bin/queenctl.cjs).
   supported: { 'dynamic-import': false },
-  plugins: [lazyHttp2, lazyCommanderChildProcess, undiciIndexExternal],
+  plugins: [lazyCommanderChildProcess, undiciChunk, undiciIndexExternal],
+  legalComments: 'none',
+  logLevel: 'warning',
+  write: false,
+});
+
+const undiciOutfile = fileURLToPath(new URL(`dist/${UNDICI_CHUNK}`, root));
+const undiciExports = UNDICI_MODULES.map((path) => `${JSON.stringify(path)}: require('${path}')`);
+const { outputFiles: undiciFiles } = await build({
+  stdin: {
+    contents: `module.exports = {${undiciExports.join(', ')}};`,
+    resolveDir: fileURLToPath(root),
+    loader: 'js',
+  },
+  outfile: undiciOutfile,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  plugins: [lazyHttp2],
   legalComments: 'none',
   logLevel: 'warning',
   write: false,
@@ -81,14 +125,18 @@ const { outputFiles } = await build({
 // cache: bin/queenctl.cjs keys the caches it makes for other Node versions by the build, and
 // test/e2e/package.test.ts knows from the Node which cache to expect.
 const [bundled] = outputFiles;
-const buildId = createHash('sha256').update(bundled.contents).digest('hex').slice(0, 16);
+const [undiciBundled] = undiciFiles;
+// Both files: a cache must never serve another build of either.
+const buildId = createHash('sha256').update(bundled.contents).update(undiciBundled.contents).digest('hex').slice(0, 16);
 await mkdir(dirname(outfile), { recursive: true });
 await writeFile(outfile, `// queenctl build ${buildId} node ${process.version}\n${bundled.text}`);
+await writeFile(undiciOutfile, `// queenctl build ${buildId} node ${process.version}\n${undiciBundled.text}`);
 
 // A code cache made by a run that takes the common path (parse flags, renew, fail, report), so
 // later runs skip compiling what it compiled. The shipped cache is written only here; the loader
 // writes its own, elsewhere, only for other Node versions.
 await rm(`${outfile}.cache`, { force: true });
+await rm(`${undiciOutfile}.cache`, { force: true });
 try {
   execFileSync(
     process.execPath,
