@@ -52,12 +52,12 @@ const lazyCommanderChildProcess = {
 /**
  * undici is most of what a bundle with it holds (~600 KB of ~950 KB), and only a run that sends
  * a request runs it: reading and deserializing it cost every `--version`, help and usage error
- * ~10 ms (issue 19). The two modules queenctl uses (the Agent and its request API) go to a file
+ * ~10 ms (issue 19). The module queenctl uses (the Agent) goes to a file
  * of their own, dist/queenctl-undici.cjs, required when the transport is loaded
  * (broker/undici-transport.ts); bin/queenctl.cjs loads it with a code cache of its own.
  */
 const UNDICI_CHUNK = 'queenctl-undici.cjs';
-const UNDICI_MODULES = ['undici/lib/dispatcher/agent.js', 'undici/lib/api/api-request.js'];
+const UNDICI_MODULES = ['undici/lib/dispatcher/agent.js'];
 const undiciChunk = {
   name: 'undici-chunk',
   setup(builder) {
