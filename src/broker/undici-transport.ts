@@ -118,10 +118,11 @@ class AnswerHandler {
     private readonly resolve: (answer: RawAnswer) => void,
     private readonly reject: (error: unknown) => void,
   ) {
-    const { cancel, signal } = request;
-    if (cancel) cancel.onCancel((reason) => this.end(reason));
-    else if (signal.aborted) this.end(signal.reason);
+    // Not `signal` when there is `cancel`: the client makes that AbortSignal only if it is read.
+    if (request.cancel) request.cancel.onCancel((reason) => this.end(reason));
+    else if (request.signal.aborted) this.end(request.signal.reason);
     else {
+      const { signal } = request;
       this.onAbort = () => this.end(signal.reason);
       signal.addEventListener('abort', this.onAbort, { once: true });
     }
@@ -180,9 +181,8 @@ class AnswerHandler {
 
   private release(): void {
     this.settled = true;
-    const { cancel, signal } = this.request;
-    if (cancel) cancel.onCancel(null);
-    else if (this.onAbort) signal.removeEventListener('abort', this.onAbort);
+    if (this.request.cancel) this.request.cancel.onCancel(null);
+    else if (this.onAbort) this.request.signal.removeEventListener('abort', this.onAbort);
   }
 }
 
