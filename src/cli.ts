@@ -3,6 +3,7 @@
  * them as parameters (commands/globals.ts builds the Runtime).
  */
 import { setMaxListeners } from 'node:events';
+import { writeSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { completeCommand, completionCommand } from './commands/completion.js';
 import { configCommand } from './commands/config/index.js';
@@ -47,22 +48,41 @@ export async function main(argv: string[]): Promise<void> {
   // A reader that went away (`| head -1`) ends the run quietly, as SIGPIPE would; a watch with
   // a running command carries on without its event stream instead, and ends with its status.
   let readerGone = false;
-  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  const onStdoutError = (error: NodeJS.ErrnoException): void => {
     if (error.code === 'EPIPE') {
       readerGone ||= relay !== null;
       if (!readerGone) process.exit(128 + 13);
       return;
     }
     throw error;
-  });
+  };
   // Diagnostics that nobody can read any more must not change the outcome: unhandled, a closed
   // stderr would crash with status 1 ("nothing was sent") after a lease was renewed or lost.
-  process.stderr.on('error', () => {});
+  const streams = { stdout: false, stderr: false };
+  const stdout = (): NodeJS.WriteStream => {
+    if (!streams.stdout) process.stdout.on('error', onStdoutError);
+    streams.stdout = true;
+    return process.stdout;
+  };
+  const stderr = (): NodeJS.WriteStream => {
+    if (!streams.stderr) process.stderr.on('error', () => {});
+    streams.stderr = true;
+    return process.stderr;
+  };
+  // What commander prints (the version, usage errors, help) goes straight to the descriptor while
+  // no stream was made: making process.stdout or stderr loads node:net and the stream modules,
+  // ~5 ms that `--version` or a usage error need not pay (issue 19).
+  const writeOut = (text: string): void => writeDirect(1, text, streams.stdout, stdout, onStdoutError);
+  const writeErr = (text: string): void => writeDirect(2, text, streams.stderr, stderr, () => {});
 
   const ports = {
     env: process.env,
-    stdout: process.stdout,
-    stderr: process.stderr,
+    get stdout() {
+      return stdout();
+    },
+    get stderr() {
+      return stderr();
+    },
     get stdin() {
       return process.stdin;
     },
@@ -80,8 +100,8 @@ export async function main(argv: string[]): Promise<void> {
     .showHelpAfterError('(add --help for usage)')
     .exitOverride()
     .configureOutput({
-      writeErr: (text) => process.stderr.write(text),
-      writeOut: (text) => process.stdout.write(text),
+      writeErr,
+      writeOut,
     });
   const globals = globalContext(ports, VERSION);
   program.addCommand(leaseCommand(globals));
@@ -102,7 +122,7 @@ Examples:
     .description('print the version of queenctl and of Node.js')
     .addHelpText('after', '\nExamples:\n  queenctl version\n  queenctl --version')
     .action(() => {
-      process.stdout.write(`queenctl ${VERSION} (node ${process.version})\n`);
+      writeOut(`queenctl ${VERSION} (node ${process.version})\n`);
     });
   // Commander's own `help` looks one word deep: `help lease extend` would show the group's help.
   program
@@ -113,12 +133,14 @@ Examples:
     .action((path: string[]) => showHelpOf(program, path));
   // Subcommands built elsewhere do not inherit these settings; give them to every command.
   const everyCommand = (command: Command): Command[] => [command, ...command.commands.flatMap(everyCommand)];
-  for (const command of everyCommand(program)) command.exitOverride().configureHelp({ showGlobalOptions: true });
+  for (const command of everyCommand(program)) {
+    command.exitOverride().configureHelp({ showGlobalOptions: true }).configureOutput({ writeErr, writeOut });
+  }
 
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (error) {
-    process.exitCode = exitCodeFor(error);
+    process.exitCode = exitCodeFor(error, writeErr);
   }
   if (signalled) process.exitCode = signalExitCode(signalled);
 }
@@ -152,21 +174,47 @@ function showHelpOf(program: Command, path: readonly string[]): void {
   command.help();
 }
 
-function exitCodeFor(error: unknown): ExitCode {
+function exitCodeFor(error: unknown, writeErr: (text: string) => void): ExitCode {
   if (error instanceof CommanderError) {
     // Commander has already printed its message (or the help); usage errors are 1.
     return error.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
   }
   if (error instanceof QueenctlError) {
-    process.stderr.write(errorMessage(error));
+    writeErr(errorMessage(error));
     return error.exitCode;
   }
   // A bug, not an outcome: say so plainly, and never exit 0. The stack only with QUEENCTL_DEBUG.
   const detail = process.env.QUEENCTL_DEBUG
     ? ((error as Error)?.stack ?? String(error))
     : String((error as Error)?.message ?? error);
-  process.stderr.write(
+  writeErr(
     `queenctl: internal error: ${detail}\n  please report it with the command you ran (QUEENCTL_DEBUG=1 shows where)\n`,
   );
   return ExitCode.Broker;
+}
+
+/**
+ * Writes to descriptor `fd` at once, as process.stdout and stderr do on Linux (files, pipes and
+ * terminals are synchronous there), without making the stream. Once the stream exists, or when
+ * the descriptor would block (one left non-blocking by another process), the stream takes the
+ * rest, so the order stays. A reader gone (EPIPE) is the stream's error.
+ */
+function writeDirect(
+  fd: number,
+  text: string,
+  made: boolean,
+  stream: () => NodeJS.WriteStream,
+  onError: (error: NodeJS.ErrnoException) => void,
+): void {
+  if (made) {
+    stream().write(text);
+    return;
+  }
+  let rest = Buffer.from(text);
+  try {
+    while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EPIPE') return onError(error as NodeJS.ErrnoException);
+    stream().write(rest);
+  }
 }
