@@ -24,10 +24,11 @@ const { Script } = require('node:vm');
 // run: V8 accepts a code cache only under the flags it was made with.
 setFlagsFromString('--liftoff-only');
 
-// The bundle comes in two files: dist/queenctl.cjs, which every run loads, and undici (the HTTP
-// client) in dist/queenctl-undici.cjs, which the bundle requires only when it sends a request
-// (scripts/bundle.mjs). Each has a code cache of its own, chosen and written by the same rules.
-const UNDICI_CHUNK = './queenctl-undici.cjs';
+// The bundle comes in several files: dist/queenctl.cjs, which every run loads, and files the
+// bundle requires only on the paths that need them (scripts/bundle.mjs): undici, the HTTP client,
+// when a request is sent; yaml, when a config file is read or YAML printed. Each has a code cache
+// of its own, chosen and written by the same rules.
+const CHUNK = /^\.\/queenctl-([a-z]+)\.cjs$/;
 
 const debug = process.env.QUEENCTL_DEBUG ? (line) => process.stderr.write(`queenctl: ${line}\n`) : () => {};
 const filename = join(__dirname, '..', 'dist', 'queenctl.cjs');
@@ -49,15 +50,20 @@ const userCache = (cacheKind) => userDir && join(userDir, `${prefix}.${cacheKind
 const loaded = [];
 
 const bundleRequire = createRequire(filename);
-let undici;
+const chunks = new Map();
 const requireInBundle = (id) => {
-  if (id !== UNDICI_CHUNK) return bundleRequire(id);
-  if (undici === undefined) {
-    const file = join(dirname(filename), UNDICI_CHUNK);
-    const candidates = userDir === undefined ? [] : [userCache('undici')];
-    undici = load(file, fs.readFileSync(file, 'utf8'), candidates, () => false, 'undici', 'of queenctl-undici.cjs ');
+  const name = CHUNK.exec(id)?.[1];
+  if (name === undefined) return bundleRequire(id);
+  if (!chunks.has(name)) {
+    const file = join(dirname(filename), id);
+    const candidates = userDir === undefined ? [] : [userCache(name)];
+    const label = `of queenctl-${name}.cjs `;
+    chunks.set(
+      name,
+      load(file, fs.readFileSync(file, 'utf8'), candidates, () => false, name, label),
+    );
   }
-  return undici;
+  return chunks.get(name);
 };
 const main = load(
   filename,

@@ -85,9 +85,11 @@ function buildOf(packageDir: string): { id: string; node: string } {
 }
 
 const cacheDir = (cacheHome: string): string => join(cacheHome, 'queenctl', 'code');
-/** Both files of the bundle ship a cache (scripts/bundle.mjs); a copy without them takes another Node's path. */
+/** Each file of the bundle ships a cache (scripts/bundle.mjs); a copy without them takes another Node's path. */
 function removeShippedCaches(packageDir: string): void {
-  for (const file of ['queenctl.cjs.cache', 'queenctl-undici.cjs.cache']) rmSync(join(packageDir, 'dist', file));
+  for (const file of readdirSync(join(packageDir, 'dist'))) {
+    if (file.endsWith('.cjs.cache')) rmSync(join(packageDir, 'dist', file));
+  }
 }
 
 const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
