@@ -62,6 +62,7 @@ const lazyCommanderChildProcess = {
 const CHUNKS = [
   { name: 'undici', modules: ['undici/lib/dispatcher/agent.js'], prefix: /^undici\/lib\// },
   { name: 'yaml', modules: ['yaml'], prefix: /^yaml(\/|$)/ },
+  { name: 'terminal', modules: ['chalk', 'ora'], prefix: /^(chalk|ora)(\/|$)/ },
 ];
 const chunkFile = (chunk) => `queenctl-${chunk.name}.cjs`;
 const chunked = {

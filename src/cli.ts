@@ -3,13 +3,14 @@
  * them as parameters (commands/globals.ts builds the Runtime).
  */
 import { setMaxListeners } from 'node:events';
-import { writeSync } from 'node:fs';
+import { fstatSync, statSync, writeSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { completeCommand, completionCommand } from './commands/completion.js';
 import { configCommand } from './commands/config/index.js';
 import { leaseCommand } from './commands/lease/index.js';
 import { globalContext, addGlobalOptions } from './commands/globals.js';
 import { ExitCode, QueenctlError, UsageError, signalExitCode } from './exit.js';
+import type { OutputStream } from './io.js';
 import { errorMessage } from './output/words.js';
 import { VERSION } from './version.js';
 
@@ -75,13 +76,35 @@ export async function main(argv: string[]): Promise<void> {
   const writeOut = (text: string): void => writeDirect(1, text, streams.stdout, stdout, onStdoutError);
   const writeErr = (text: string): void => writeDirect(2, text, streams.stderr, stderr, () => {});
 
+  // Output that is a pipe, a file or /dev/null is no terminal: it is written to directly too, as
+  // the stream would (synchronously, there), and nothing loads node:tty and node:net to ask.
+  const direct = {
+    stdout: undefined as OutputStream | null | undefined,
+    stderr: undefined as OutputStream | null | undefined,
+  };
+  const port = (name: 'stdout' | 'stderr'): OutputStream => {
+    if (direct[name] === undefined) {
+      const write = name === 'stdout' ? writeOut : writeErr;
+      direct[name] = isPlainOutput(name === 'stdout' ? 1 : 2)
+        ? {
+            isTTY: false,
+            write: (text: string) => {
+              write(text);
+              return true;
+            },
+          }
+        : null;
+    }
+    return direct[name] ?? (name === 'stdout' ? stdout() : stderr());
+  };
+
   const ports = {
     env: process.env,
     get stdout() {
-      return stdout();
+      return port('stdout');
     },
     get stderr() {
-      return stderr();
+      return port('stderr');
     },
     get stdin() {
       return process.stdin;
@@ -216,5 +239,16 @@ function writeDirect(
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EPIPE') return onError(error as NodeJS.ErrnoException);
     stream().write(rest);
+  }
+}
+
+/** A pipe, a regular file or /dev/null: output that no terminal shows. */
+function isPlainOutput(fd: number): boolean {
+  try {
+    const stat = fstatSync(fd);
+    if (stat.isFIFO() || stat.isFile()) return true;
+    return stat.isCharacterDevice() && stat.rdev === statSync('/dev/null').rdev;
+  } catch {
+    return false;
   }
 }
