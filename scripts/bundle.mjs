@@ -155,7 +155,7 @@ for (const file of [outfile, ...chunkBuilds.map((chunk) => chunk.outfile)]) awai
 const scratch = await mkdtemp(join(tmpdir(), 'queenctl-build-'));
 const config = join(scratch, 'config.yaml');
 await writeFile(config, 'current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: http://127.0.0.1:9\n');
-try {
+const warmUp = (output) =>
   execFileSync(
     process.execPath,
     [
@@ -163,8 +163,7 @@ try {
       'lease',
       'extend',
       'warm-up',
-      '-o',
-      'json',
+      ...output,
       '--server',
       'http://127.0.0.1:9',
       '--retries',
@@ -177,8 +176,19 @@ try {
       stdio: 'ignore',
     },
   );
-} catch {
-  // Exit 2 (nothing listens on port 9) is the expected end of the warm-up run.
+try {
+  // A table in colour first, for the cache of chalk's file; then JSON, the common path of scripts,
+  // whose run writes the caches of the files both load.
+  for (const output of [
+    ['-o', 'table', '--color'],
+    ['-o', 'json'],
+  ]) {
+    try {
+      warmUp(output);
+    } catch {
+      // Exit 2 (nothing listens on port 9) is the expected end of a warm-up run.
+    }
+  }
 } finally {
   await rm(scratch, { recursive: true, force: true });
 }
