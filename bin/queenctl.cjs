@@ -20,12 +20,18 @@ const { Script } = require('node:vm');
 
 // undici parses HTTP with llhttp compiled to WebAssembly; V8's optimising tier compiles it again
 // in the background and process exit waits for that (~100 ms measured). A CLI making a few
-// requests is well served by the baseline compiler. Set before undici loads.
+// requests is well served by the baseline compiler. Set before anything is compiled, in every
+// run: V8 accepts a code cache only under the flags it was made with.
 setFlagsFromString('--liftoff-only');
+
+// The bundle comes in several files: dist/queenctl.cjs, which every run loads, and files the
+// bundle requires only on the paths that need them (scripts/bundle.mjs): undici, the HTTP client,
+// when a request is sent; yaml, when a config file is read or YAML printed. Each has a code cache
+// of its own, chosen and written by the same rules.
+const CHUNK = /^\.\/queenctl-([a-z]+)\.cjs$/;
 
 const debug = process.env.QUEENCTL_DEBUG ? (line) => process.stderr.write(`queenctl: ${line}\n`) : () => {};
 const filename = join(__dirname, '..', 'dist', 'queenctl.cjs');
-const shippedCache = `${filename}.cache`;
 const source = fs.readFileSync(filename, 'utf8');
 // The build's id (a hash of the bundle, first line of it): V8 checks only a source's length, so
 // a cache must never be used for another build of the same size.
@@ -34,50 +40,91 @@ const writingShipped = process.env.QUEENCTL_WRITE_CODE_CACHE === '1';
 const cacheHome = writingShipped || buildId === undefined ? undefined : userCacheHome(process.env);
 const userDir = cacheHome === undefined ? undefined : join(cacheHome, 'queenctl', 'code');
 const prefix = `${process.version}-${process.arch}-${buildId}`;
-// A run of a lease command compiles what most runs need (the HTTP client above all): its cache
-// replaces one made by a run that did not get that far, such as the `queenctl --version` run
-// that often comes first after an install. Other runs use either.
+// A run of a lease command compiles what most runs need: its cache replaces one made by a run
+// that did not get that far, such as the `queenctl --version` run that often comes first after
+// an install. Other runs use either.
 const kind = process.argv.includes('lease') ? 'lease' : 'other';
 const userCache = (cacheKind) => userDir && join(userDir, `${prefix}.${cacheKind}.cache`);
 
-let cacheFile;
-let cachedData;
-const candidates = userDir === undefined ? [] : [userCache('lease'), userCache('other')];
-if (!writingShipped) candidates.push(shippedCache);
-for (const candidate of candidates) {
-  try {
-    cachedData = fs.readFileSync(candidate);
-    cacheFile = candidate;
-    break;
-  } catch {
-    // Not there (yet): the next candidate.
-  }
-}
+/** The scripts this run loaded, each with the cache it may write at the end. */
+const loaded = [];
 
-const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+const bundleRequire = createRequire(filename);
+const chunks = new Map();
+const requireInBundle = (id) => {
+  const name = CHUNK.exec(id)?.[1];
+  if (name === undefined) return bundleRequire(id);
+  if (!chunks.has(name)) {
+    const file = join(dirname(filename), id);
+    const candidates = userDir === undefined ? [] : [userCache(name)];
+    const label = `of queenctl-${name}.cjs `;
+    chunks.set(
+      name,
+      load(file, fs.readFileSync(file, 'utf8'), candidates, () => false, name, label),
+    );
+  }
+  return chunks.get(name);
+};
+const main = load(
   filename,
-  cachedData,
-});
-const accepted = cachedData !== undefined && !script.cachedDataRejected;
-if (cacheFile === undefined) debug('code cache absent');
-else {
-  const made =
-    cacheFile === shippedCache ? 'shipped with the package' : `made on this machine for node ${process.version}`;
-  debug(`code cache ${accepted ? 'accepted' : 'rejected'} (${made}): ${cacheFile}`);
-}
-
-const bundle = { exports: {} };
-script.runInThisContext()(bundle.exports, createRequire(filename), bundle, filename, dirname(filename));
-bundle.exports.main(process.argv.slice(2)).then(() => {
-  if (writingShipped) return fs.writeFileSync(shippedCache, script.createCachedData());
-  if (accepted && !(kind === 'lease' && userDir && cacheFile === userCache('other'))) return;
-  try {
-    writeUserCache();
-  } catch (error) {
-    // The run is over and its exit code set: a cache is never worth changing it.
-    debug(`code cache not written: ${error.message}`);
+  source,
+  userDir === undefined ? [] : [userCache('lease'), userCache('other')],
+  // A cache made by a lesser run is replaced by a lease run's.
+  (cacheFile) => kind === 'lease' && userDir !== undefined && cacheFile === userCache('other'),
+  kind,
+  '',
+);
+main.main(process.argv.slice(2)).then(() => {
+  for (const script of loaded) {
+    if (writingShipped) {
+      fs.writeFileSync(`${script.file}.cache`, script.script.createCachedData());
+      continue;
+    }
+    if (script.accepted && !script.replace(script.cacheFile)) continue;
+    try {
+      writeUserCache(script);
+    } catch (error) {
+      // The run is over and its exit code set: a cache is never worth changing it.
+      debug(`code cache ${script.label}not written: ${error.message}`);
+    }
   }
 });
+
+/**
+ * Compiles and runs one file of the bundle from the first code cache of `candidates` (then the
+ * one shipped beside it) that exists, and returns its exports.
+ */
+function load(file, text, candidates, replace, cacheKind, label) {
+  const shippedCache = `${file}.cache`;
+  const all = writingShipped ? [] : [...candidates, shippedCache];
+  let cacheFile;
+  let cachedData;
+  for (const candidate of all) {
+    try {
+      cachedData = fs.readFileSync(candidate);
+      cacheFile = candidate;
+      break;
+    } catch {
+      // Not there (yet): the next candidate.
+    }
+  }
+  const script = new Script(`(function (exports, require, module, __filename, __dirname) {${text}\n})`, {
+    filename: file,
+    cachedData,
+  });
+  const accepted = cachedData !== undefined && !script.cachedDataRejected;
+  if (cacheFile === undefined) debug(`code cache ${label}absent`);
+  else {
+    const made =
+      cacheFile === shippedCache ? 'shipped with the package' : `made on this machine for node ${process.version}`;
+    debug(`code cache ${label}${accepted ? 'accepted' : 'rejected'} (${made}): ${cacheFile}`);
+  }
+  const entry = { file, script, accepted, cacheFile, replace, cacheKind, label };
+  loaded.push(entry);
+  const module = { exports: {} };
+  script.runInThisContext()(module.exports, requireInBundle, module, file, dirname(file));
+  return module.exports;
+}
 
 /** $XDG_CACHE_HOME, else ~/.cache (the XDG default); none without an absolute HOME. */
 function userCacheHome(env) {
@@ -100,12 +147,12 @@ function makeUserDir() {
 }
 
 /** Written aside and renamed into place, so runs side by side never read half a file. */
-function writeUserCache() {
+function writeUserCache({ script, cacheKind, label }) {
   if (userDir === undefined) {
-    debug(`code cache not written: ${buildId === undefined ? 'the bundle has no build id' : 'no HOME'}`);
+    debug(`code cache ${label}not written: ${buildId === undefined ? 'the bundle has no build id' : 'no HOME'}`);
     return;
   }
-  const file = userCache(kind);
+  const file = userCache(cacheKind);
   const temporary = `${file}.${process.pid}.tmp`;
   let fd;
   let opened = false;
@@ -118,7 +165,7 @@ function writeUserCache() {
     fs.closeSync(fd);
     fd = undefined;
     fs.renameSync(temporary, file);
-    debug(`code cache written for node ${process.version}: ${file}`);
+    debug(`code cache ${label}written for node ${process.version}: ${file}`);
   } catch (error) {
     try {
       if (fd !== undefined) fs.closeSync(fd);
@@ -126,7 +173,9 @@ function writeUserCache() {
     } catch {
       // Left for removeStale of a later build.
     }
-    debug(`code cache not written to ${userDir} (${error.code ?? error.message}): every run compiles the bundle`);
+    debug(
+      `code cache ${label}not written to ${userDir} (${error.code ?? error.message}): every run compiles the bundle`,
+    );
     return;
   }
   removeStale(file);

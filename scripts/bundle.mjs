@@ -5,8 +5,9 @@ import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = new URL('../', import.meta.url);
@@ -50,6 +51,42 @@ const lazyCommanderChildProcess = {
   },
 };
 
+/**
+ * Files of their own for what only some runs load, so every `--version`, help and usage error
+ * does not read and deserialize them (issue 19). undici (the HTTP client, ~600 KB of the ~950 KB
+ * a bundle with it holds) is loaded by runs that send a request (broker/undici-transport.ts);
+ * yaml by runs that read a config file or print YAML. Until now yaml was required from
+ * node_modules, some 60 modules compiled without a code cache (~20 ms). The bundle requires each
+ * file by its name, and bin/queenctl.cjs loads it with a code cache of its own. A module of one
+ * of them imported by src but not listed here would be bundled twice: the build refuses it.
+ */
+const CHUNKS = [
+  { name: 'undici', modules: ['undici/lib/dispatcher/agent.js'], prefix: /^undici\/lib\// },
+  { name: 'yaml', modules: ['yaml'], prefix: /^yaml(\/|$)/ },
+  { name: 'terminal', modules: ['chalk', 'ora'], prefix: /^(chalk|ora)(\/|$)/ },
+];
+const chunkFile = (chunk) => `queenctl-${chunk.name}.cjs`;
+const chunked = {
+  name: 'chunks',
+  setup(builder) {
+    for (const chunk of CHUNKS) {
+      builder.onResolve({ filter: chunk.prefix }, (args) => {
+        if (!chunk.modules.includes(args.path))
+          throw new Error(`${args.path}: add it to the ${chunk.name} chunk in scripts/bundle.mjs`);
+        return { path: args.path, namespace: 'chunk' };
+      });
+    }
+    builder.onLoad({ filter: /.*/, namespace: 'chunk' }, (args) => {
+      const chunk = CHUNKS.find(({ modules }) => modules.includes(args.path));
+      return {
+        contents: `module.exports = require('./${chunkFile(chunk)}')[${JSON.stringify(args.path)}];`,
+        loader: 'js',
+      };
+    });
+    builder.onResolve({ filter: /^\.\/queenctl-[a-z]+\.cjs$/ }, (args) => ({ path: args.path, external: true }));
+  },
+};
+
 /** `undici` itself (not its deep modules, which are bundled) stays a runtime import. */
 const undiciIndexExternal = {
   name: 'undici-index-external',
@@ -89,33 +126,62 @@ const { outputFiles } = await build({
   platform: 'node',
   target: 'node20',
   format: 'cjs',
-  // Loaded only by the paths that need them (tables, yaml; undici's whole index only behind a
-  // proxy): left out of the file every run reads, and required when used. chalk and ora are
-  // ES modules only, which Node 20 cannot require: they are bundled, and run only when used.
-  external: ['yaml', 'cli-table3'],
+  // Loaded only by the paths that need them (tables; undici's whole index only behind a proxy):
+  // left out of the file every run reads, and required when used. chalk and ora are ES modules
+  // only, which Node 20 cannot require: they are bundled, and run only when used.
+  external: ['cli-table3'],
   // import() becomes a require() inside a promise: code run from a V8 code cache by vm.Script
   // has no module loader for import() on Node 20 (bin/queenctl.cjs).
   supported: { 'dynamic-import': false },
   define: { QUEENCTL_BUILD_INFO: JSON.stringify(buildInfo()) },
-  plugins: [lazyHttp2, lazyCommanderChildProcess, undiciIndexExternal],
+  plugins: [lazyCommanderChildProcess, chunked, undiciIndexExternal],
   legalComments: 'none',
   logLevel: 'warning',
   write: false,
 });
 
+const chunkBuilds = await Promise.all(
+  CHUNKS.map(async (chunk) => {
+    const chunkOutfile = fileURLToPath(new URL(`dist/${chunkFile(chunk)}`, root));
+    const exported = chunk.modules.map((path) => `${JSON.stringify(path)}: require('${path}')`);
+    const { outputFiles: files } = await build({
+      stdin: { contents: `module.exports = {${exported.join(', ')}};`, resolveDir: fileURLToPath(root), loader: 'js' },
+      outfile: chunkOutfile,
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'cjs',
+      plugins: [lazyHttp2],
+      legalComments: 'none',
+      logLevel: 'warning',
+      write: false,
+    });
+    return { outfile: chunkOutfile, bundled: files[0] };
+  }),
+);
+
 // The first line names the build (a hash of the bundle) and the Node that made the shipped code
 // cache: bin/queenctl.cjs keys the caches it makes for other Node versions by the build, and
 // test/e2e/package.test.ts knows from the Node which cache to expect.
 const [bundled] = outputFiles;
-const buildId = createHash('sha256').update(bundled.contents).digest('hex').slice(0, 16);
+// Every file: a cache must never serve another build of any of them.
+const hash = createHash('sha256').update(bundled.contents);
+for (const chunk of chunkBuilds) hash.update(chunk.bundled.contents);
+const buildId = hash.digest('hex').slice(0, 16);
 await mkdir(dirname(outfile), { recursive: true });
-await writeFile(outfile, `// queenctl build ${buildId} node ${process.version}\n${bundled.text}`);
+const firstLine = `// queenctl build ${buildId} node ${process.version}\n`;
+await writeFile(outfile, `${firstLine}${bundled.text}`);
+for (const chunk of chunkBuilds) await writeFile(chunk.outfile, `${firstLine}${chunk.bundled.text}`);
 
 // A code cache made by a run that takes the common path (parse flags, renew, fail, report), so
 // later runs skip compiling what it compiled. The shipped cache is written only here; the loader
 // writes its own, elsewhere, only for other Node versions.
-await rm(`${outfile}.cache`, { force: true });
-try {
+// It reads a config file, as most users' runs do, so yaml's cache is made too.
+for (const file of [outfile, ...chunkBuilds.map((chunk) => chunk.outfile)]) await rm(`${file}.cache`, { force: true });
+const scratch = await mkdtemp(join(tmpdir(), 'queenctl-build-'));
+const config = join(scratch, 'config.yaml');
+await writeFile(config, 'current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: http://127.0.0.1:9\n');
+const warmUp = (output) =>
   execFileSync(
     process.execPath,
     [
@@ -123,8 +189,7 @@ try {
       'lease',
       'extend',
       'warm-up',
-      '-o',
-      'json',
+      ...output,
       '--server',
       'http://127.0.0.1:9',
       '--retries',
@@ -133,10 +198,23 @@ try {
       '2s',
     ],
     {
-      env: { ...process.env, QUEENCTL_WRITE_CODE_CACHE: '1', QUEEN_CONFIG: '/nonexistent/queenctl-build' },
+      env: { ...process.env, QUEENCTL_WRITE_CODE_CACHE: '1', QUEEN_CONFIG: config },
       stdio: 'ignore',
     },
   );
-} catch {
-  // Exit 2 (nothing listens on port 9) is the expected end of the warm-up run.
+try {
+  // A table in colour first, for the cache of chalk's file; then JSON, the common path of scripts,
+  // whose run writes the caches of the files both load.
+  for (const output of [
+    ['-o', 'table', '--color'],
+    ['-o', 'json'],
+  ]) {
+    try {
+      warmUp(output);
+    } catch {
+      // Exit 2 (nothing listens on port 9) is the expected end of a warm-up run.
+    }
+  }
+} finally {
+  await rm(scratch, { recursive: true, force: true });
 }

@@ -4,6 +4,7 @@
  * process to it. Everything below takes them as parameters (commands/globals.ts builds the Runtime).
  */
 import { setMaxListeners } from 'node:events';
+import { fstatSync, statSync, writeSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import type { StdinLike } from './args.js';
 import type { Clock } from './clock.js';
@@ -47,10 +48,16 @@ export interface CliPorts {
 
 /** queenctl on the real process: its streams, signals and exit code. */
 export async function main(argv: string[]): Promise<void> {
+  const stdout = processOutput(1, () => process.stdout);
+  const stderr = processOutput(2, () => process.stderr);
   await run(argv, {
     env: process.env,
-    stdout: process.stdout,
-    stderr: process.stderr,
+    get stdout() {
+      return stdout();
+    },
+    get stderr() {
+      return stderr();
+    },
     get stdin() {
       return process.stdin;
     },
@@ -63,6 +70,83 @@ export async function main(argv: string[]): Promise<void> {
     exit: (status) => process.exit(status),
     nodeVersion: process.version,
   });
+}
+
+/**
+ * The process's output `fd`, decided on first use. Output that is a pipe, a file or /dev/null is
+ * no terminal: it is written to the descriptor directly (synchronously, as the stream would be
+ * there), so neither process.stdout nor node:tty and node:net are loaded to ask (~5 ms that
+ * `--version`, a usage error or a script's run need not pay; issue 19). A terminal gets the real
+ * stream, which spinners need.
+ */
+function processOutput(fd: 1 | 2, stream: () => NodeJS.WriteStream): () => CliStream {
+  let port: CliStream | undefined;
+  return () => {
+    if (port) return port;
+    if (!isPlainOutput(fd)) {
+      port = stream();
+      return port;
+    }
+    const listeners: ((error: NodeJS.ErrnoException) => void)[] = [];
+    let made = false;
+    const real = (): NodeJS.WriteStream => {
+      if (!made) for (const listener of listeners) stream().on('error', listener);
+      made = true;
+      return stream();
+    };
+    port = {
+      isTTY: false,
+      write: (text: string) => {
+        writeDirect(fd, text, made, real, (error) => {
+          for (const listener of listeners) listener(error);
+        });
+        return true;
+      },
+      on: (_event, listener) => {
+        listeners.push(listener);
+        if (made) stream().on('error', listener);
+        return port;
+      },
+    };
+    return port;
+  };
+}
+
+/**
+ * Writes to descriptor `fd` at once, as process.stdout and stderr do on Linux (files and pipes
+ * are synchronous there), without making the stream. Once the stream exists, or when the
+ * descriptor would block (one left non-blocking by another process), the stream takes the rest,
+ * so the order stays. A reader gone (EPIPE) is the stream's error.
+ */
+function writeDirect(
+  fd: number,
+  text: string | Uint8Array,
+  made: boolean,
+  stream: () => NodeJS.WriteStream,
+  onError: (error: NodeJS.ErrnoException) => void,
+): void {
+  if (made) {
+    stream().write(text);
+    return;
+  }
+  let rest = typeof text === 'string' ? Buffer.from(text) : text;
+  try {
+    while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EPIPE') return onError(error as NodeJS.ErrnoException);
+    stream().write(rest);
+  }
+}
+
+/** A pipe, a regular file or /dev/null: output that no terminal shows. */
+function isPlainOutput(fd: number): boolean {
+  try {
+    const stat = fstatSync(fd);
+    if (stat.isFIFO() || stat.isFile()) return true;
+    return stat.isCharacterDevice() && stat.rdev === statSync('/dev/null').rdev;
+  } catch {
+    return false;
+  }
 }
 
 /** One run of queenctl on these ports; resolves with its exit status (also given to setExitCode). */

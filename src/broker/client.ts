@@ -19,8 +19,9 @@ import {
   type PartitionHolder,
 } from './consumer-groups.js';
 import { excerpt, parseRenewal, type RawAnswer, type Renewal } from './contract.js';
+import { Deadlines, type Deadline } from './deadlines.js';
 import { HEALTH_PATH, parseHealth, type Health } from './health.js';
-import { TransportFailure, type Transport } from './transport.js';
+import { TransportFailure, type Cancellation, type Transport } from './transport.js';
 
 export interface BrokerClientOptions {
   /** Base URL of the broker, e.g. http://localhost:6632; replicas separated by commas. */
@@ -79,7 +80,7 @@ interface Attempt {
   /** This replica's share of the time left; undefined for the last, which gets all that remains. */
   shareMs: number | undefined;
   timeoutMs: number;
-  request: RequestSignal;
+  request: RequestEnd;
   outer: AbortSignal | undefined;
 }
 
@@ -101,6 +102,10 @@ export class BrokerClient {
   private readonly clock: Clock;
   private readonly headers: Record<string, string>;
   private readonly jsonHeaders: Record<string, string>;
+  /** One timer for the deadlines of every request in flight. */
+  private readonly deadlines: Deadlines;
+  /** The requests in flight by the caller's signal: one listener on each, not one per request. */
+  private readonly stoppedBy = new Map<AbortSignal, { ends: Set<RequestEnd>; onAbort: () => void }>();
 
   constructor(private readonly options: BrokerClientOptions) {
     this.replicas = options.server
@@ -113,6 +118,7 @@ export class BrokerClient {
       });
     if (this.replicas.length === 0) throw new UsageError('no broker URL given', 'use --server http://localhost:6632');
     this.clock = options.clock ?? monotonicTimers;
+    this.deadlines = new Deadlines(this.clock);
     this.headers = {
       'user-agent': options.userAgent,
       ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
@@ -177,6 +183,7 @@ export class BrokerClient {
   }
 
   async close(): Promise<void> {
+    this.deadlines.clear();
     await this.options.transport.close();
   }
 
@@ -199,8 +206,8 @@ export class BrokerClient {
    */
   private async failover<T>(call: Call<T>, options: RequestOptions): Promise<T> {
     const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
-    const request = requestSignal(this.clock, timeoutMs, options.signal);
     const startedAt = this.clock.now();
+    const request = this.begin(startedAt + Math.max(1, timeoutMs), 'deadline', options.signal);
     const failures: Array<{ replica: Replica; error: BrokerError }> = [];
     const count = this.replicas.length;
     const first = this.preferred;
@@ -221,7 +228,7 @@ export class BrokerClient {
         // would say the same, and what other replicas said before no longer matters.
         if (!outcome.failover) throw outcome.error;
         failures.push({ replica, error: outcome.error });
-        if (left === 1 || request.deadline.aborted) throw combine(failures, call.doing);
+        if (left === 1 || request.timedOut) throw combine(failures, call.doing);
         const next = this.replicas[(index + 1) % count]!;
         this.options.trace?.(
           this.scrub(`${replica.url} failed (${outcome.error.message}); trying the next replica, ${next.url}`),
@@ -229,8 +236,42 @@ export class BrokerClient {
       }
       throw new Error('unreachable: the last replica either answers or throws');
     } finally {
-      request.release();
+      this.finish(request, options.signal);
     }
+  }
+
+  /** A request's end: at `at` on the clock (its deadline), or when `outer` aborts. */
+  private begin(at: number, deadline: string, outer: AbortSignal | undefined): RequestEnd {
+    const end = new RequestEnd(deadline);
+    if (outer?.aborted) {
+      end.end(outer.reason);
+      return end;
+    }
+    if (outer) {
+      let stopping = this.stoppedBy.get(outer);
+      if (!stopping) {
+        const ends = new Set<RequestEnd>();
+        const onAbort = (): void => {
+          for (const stopped of ends) stopped.end(outer.reason);
+        };
+        stopping = { ends, onAbort };
+        this.stoppedBy.set(outer, stopping);
+        outer.addEventListener('abort', onAbort, { once: true });
+      }
+      stopping.ends.add(end);
+    }
+    this.deadlines.add(end, at);
+    return end;
+  }
+
+  private finish(end: RequestEnd, outer: AbortSignal | undefined): void {
+    this.deadlines.remove(end);
+    const stopping = outer && this.stoppedBy.get(outer);
+    if (!stopping) return;
+    stopping.ends.delete(end);
+    if (stopping.ends.size > 0) return;
+    this.stoppedBy.delete(outer);
+    outer.removeEventListener('abort', stopping.onAbort);
   }
 
   private async attempt<T>(call: Call<T>, attempt: Attempt): Promise<Outcome<T>> {
@@ -254,8 +295,7 @@ export class BrokerClient {
   /** One attempt on one replica; its share of the time bounds it below the request's own deadline. */
   private async send<T>(call: Call<T>, attempt: Attempt): Promise<RawAnswer> {
     const { replica, label, request } = attempt;
-    const share =
-      attempt.shareMs === undefined ? undefined : attemptSignal(this.clock, request.signal, attempt.shareMs);
+    const share = attempt.shareMs === undefined ? undefined : this.share(request, attempt.shareMs);
     const trace = this.options.trace;
     const startedAt = this.clock.now();
     const took = (): string => `${Math.round(this.clock.now() - startedAt)}ms`;
@@ -263,6 +303,7 @@ export class BrokerClient {
     const body = call.body === undefined ? '' : ` ${call.body}`;
     const authorization = this.options.token ? ' (authorization: Bearer [redacted])' : '';
     trace?.(this.scrub(`${call.method} ${replica.origin}${path}${label}${body}${authorization}`));
+    const end = share ?? request;
     try {
       const answer = this.scrubAnswer(
         await this.options.transport.send({
@@ -272,7 +313,10 @@ export class BrokerClient {
           headers: call.body === undefined ? this.headers : this.jsonHeaders,
           body: call.body,
           maxBodyBytes: call.maxBodyBytes,
-          signal: share?.signal ?? request.signal,
+          cancel: end,
+          get signal() {
+            return end.signal;
+          },
         }),
       );
       trace?.(`HTTP ${answer.status} from ${replica.origin}${label} in ${took()}: ${excerpt(answer.body)}`);
@@ -281,11 +325,22 @@ export class BrokerClient {
       if (!isTooLarge(error)) {
         trace?.(this.scrub(`no answer from ${replica.origin}${label} after ${took()}: ${(error as Error).message}`));
       }
-      if (share?.timedOut() && !request.deadline.aborted) throw new AttemptTimeout();
+      if (share?.timedOut && !request.timedOut) throw new AttemptTimeout();
       throw error;
     } finally {
-      share?.release();
+      if (share) {
+        this.deadlines.remove(share);
+        request.onCancel(null);
+      }
     }
+  }
+
+  /** An attempt's own end: the request's, or its share of the deadline, whichever comes first. */
+  private share(request: RequestEnd, ms: number): RequestEnd {
+    const share = new RequestEnd('replica deadline');
+    request.onCancel((reason) => share.end(reason));
+    if (!share.cancelled) this.deadlines.add(share, this.clock.now() + Math.max(1, Math.round(ms)));
+    return share;
   }
 
   /** The token out of text the client hands on, should a broker or proxy echo it back. */
@@ -323,7 +378,7 @@ function failure(error: unknown, call: Call<unknown>, attempt: Attempt): Outcome
   if (error instanceof AttemptTimeout) {
     const share = formatMs(Math.round(shareMs ?? timeoutMs));
     reported = new BrokerError(`no answer from ${replica.url} within ${share}, its share of --timeout`, true);
-  } else if (attempt.request.deadline.aborted) {
+  } else if (attempt.request.timedOut) {
     reported = new BrokerError(
       `no answer from ${replica.url} within ${formatMs(timeoutMs)}`,
       true,
@@ -395,75 +450,53 @@ function describeFailure({ kind, message: detail, code }: TransportFailure, serv
   }
 }
 
-interface RequestSignal {
-  signal: AbortSignal;
-  deadline: AbortSignal;
-  release: () => void;
-}
-
-/** Calls `fire` after `ms` on the clock, unless the returned cancel is called first. */
-function timer(clock: Clock, ms: number, fire: () => void): () => void {
-  const cancel = new AbortController();
-  clock.sleep(ms, cancel.signal).then(
-    () => {
-      if (!cancel.signal.aborted) fire();
-    },
-    () => {},
-  );
-  return () => cancel.abort(RELEASED);
-}
-
-/** The reason a finished request's timers are cancelled with; one object, not one per request. */
-const RELEASED = new Error('released');
-
-/** An attempt's own signal: the request's, or its share of the deadline, whichever ends first. */
-function attemptSignal(
-  clock: Clock,
-  parent: AbortSignal,
-  ms: number,
-): { signal: AbortSignal; timedOut: () => boolean; release: () => void } {
-  const controller = new AbortController();
-  let expired = false;
-  const onParentAbort = (): void => controller.abort(parent.reason);
-  const cancel = timer(clock, Math.max(1, Math.round(ms)), () => {
-    expired = true;
-    controller.abort(new Error('replica deadline'));
-  });
-  if (parent.aborted) onParentAbort();
-  else parent.addEventListener('abort', onParentAbort, { once: true });
-  return {
-    signal: controller.signal,
-    timedOut: () => expired,
-    release: () => {
-      cancel();
-      parent.removeEventListener('abort', onParentAbort);
-    },
-  };
-}
-
 /**
- * One request's signal: the caller's (a signal, a watch stopping) or its own deadline. Not
- * AbortSignal.timeout/any: their timers and listeners outlive the request, and thousands of ids
- * in flight would hold memory for the whole timeout.
+ * How one request, or one attempt of it on a replica, ends early: its deadline (kept by the
+ * client's Deadlines, one timer for all) or the caller's signal (one listener for all). A plain
+ * object, not an AbortController per request (issue 19); the AbortSignal a transport may still
+ * ask for is made only then.
  */
-function requestSignal(clock: Clock, timeoutMs: number, outer: AbortSignal | undefined): RequestSignal {
-  const controller = new AbortController();
-  const deadline = new AbortController();
-  const onOuterAbort = (): void => controller.abort(outer?.reason);
-  const cancel = timer(clock, Math.max(1, timeoutMs), () => {
-    deadline.abort();
-    controller.abort(new Error('deadline'));
-  });
-  if (outer?.aborted) onOuterAbort();
-  else outer?.addEventListener('abort', onOuterAbort, { once: true });
-  return {
-    signal: controller.signal,
-    deadline: deadline.signal,
-    release: () => {
-      cancel();
-      outer?.removeEventListener('abort', onOuterAbort);
-    },
-  };
+class RequestEnd implements Cancellation, Deadline {
+  wakeAt = 0;
+  heapIndex = -1;
+  cancelled = false;
+  reason: unknown = undefined;
+  /** Ended by its own deadline, not the caller. */
+  timedOut = false;
+  private listener: ((reason: unknown) => void) | null = null;
+  private controller: AbortController | undefined;
+
+  /** `deadline`: the message of the error a passed deadline ends it with. */
+  constructor(private readonly deadline: string) {}
+
+  expire(): void {
+    if (this.cancelled) return;
+    this.timedOut = true;
+    this.end(new Error(this.deadline));
+  }
+
+  end(reason: unknown): void {
+    if (this.cancelled) return;
+    this.cancelled = true;
+    this.reason = reason;
+    const listener = this.listener;
+    this.listener = null;
+    listener?.(reason);
+    this.controller?.abort(reason);
+  }
+
+  onCancel(listener: ((reason: unknown) => void) | null): void {
+    if (listener && this.cancelled) listener(this.reason);
+    else this.listener = listener;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.cancelled) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
 }
 
 /**

@@ -6,11 +6,9 @@
  * sent (commands/globals.ts), never at start-up.
  */
 import type { Dispatcher } from 'undici';
-// The Agent and its request API alone, not undici's index: the index also loads fetch,
-// websockets, caches and mocks, ~60 ms of start-up per invocation that a lease command never
-// uses (see undici-agent.d.ts). The index attaches the API to Dispatcher.prototype; we call it.
+// The Agent alone, not undici's index: the index also loads fetch, websockets, caches and mocks,
+// ~60 ms of start-up per invocation that a lease command never uses (see undici-agent.d.ts).
 import Agent from 'undici/lib/dispatcher/agent.js';
-import undiciRequest from 'undici/lib/api/api-request.js';
 import type { ProxySettings } from '../config/proxy.js';
 import type { RawAnswer } from './contract.js';
 import {
@@ -49,25 +47,15 @@ export class UndiciTransport implements Transport {
   }
 
   async send(request: TransportRequest): Promise<RawAnswer> {
-    try {
-      const agent = await this.dispatcher();
-      const response = await undiciRequest.call(agent, {
-        origin: request.origin,
-        path: request.path,
-        method: request.method,
-        headers: request.headers,
-        body: request.body,
-        signal: request.signal,
-      });
-      return {
-        status: response.statusCode,
-        headers: pickHeaders(response.headers),
-        body: await this.readCapped(response.body, request.maxBodyBytes),
-      };
-    } catch (error) {
-      if (error instanceof TransportFailure || request.signal.aborted) throw error;
-      throw classify(error, this.options.proxy !== undefined);
-    }
+    const dispatcher = this.agent ?? (await this.dispatcher());
+    const maxBytes = request.maxBodyBytes ?? this.maxBodyBytes;
+    const viaProxy = this.options.proxy !== undefined;
+    return new Promise<RawAnswer>((resolve, reject) => {
+      const handler = new AnswerHandler(request, maxBytes, viaProxy, resolve, reject);
+      if (handler.settled) return;
+      const { origin, path, method, headers, body } = request;
+      dispatcher.dispatch({ origin, path, method, headers, body }, handler);
+    });
   }
 
   async close(): Promise<void> {
@@ -106,25 +94,112 @@ export class UndiciTransport implements Transport {
     })();
     return this.agentReady;
   }
+}
 
-  private async readCapped(body: Dispatcher.ResponseData['body'], maxBytes = this.maxBodyBytes): Promise<string> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of body) {
-      const buffer = chunk as Buffer;
-      size += buffer.length;
-      if (size > maxBytes) {
-        body.destroy();
-        throw new TransportFailure('too-large', `larger than ${maxBytes} bytes`);
-      }
-      chunks.push(buffer);
+/**
+ * One request's answer, read through undici's own handler interface: the status, the headers
+ * the client reads, and the body up to a cap, as one string. Not undici's request() API, which
+ * wraps every answer in a Readable stream read back through an async iterator and listens to an
+ * AbortSignal per request: most of the transport's CPU in a bulk run (issue 19).
+ */
+class AnswerHandler {
+  settled = false;
+  private abort: ((reason?: Error) => void) | null = null;
+  private status = 0;
+  private headers: RawAnswer['headers'] = {};
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private onAbort: (() => void) | null = null;
+
+  constructor(
+    private readonly request: TransportRequest,
+    private readonly maxBytes: number,
+    private readonly viaProxy: boolean,
+    private readonly resolve: (answer: RawAnswer) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    // Not `signal` when there is `cancel`: the client makes that AbortSignal only if it is read.
+    if (request.cancel) request.cancel.onCancel((reason) => this.end(reason));
+    else if (request.signal.aborted) this.end(request.signal.reason);
+    else {
+      const { signal } = request;
+      this.onAbort = () => this.end(signal.reason);
+      signal.addEventListener('abort', this.onAbort, { once: true });
     }
-    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  onConnect(abort: (reason?: Error) => void): void {
+    // Ended while it waited for a connection of the pool: it goes no further.
+    if (this.settled) abort(new TransportFailure('other', 'the request ended before it was sent'));
+    else this.abort = abort;
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    // 1xx (100 Continue) come before the answer itself.
+    if (statusCode >= 200) {
+      this.status = statusCode;
+      this.headers = pickHeaders(rawHeaders);
+    }
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.size += chunk.length;
+    if (this.size > this.maxBytes) {
+      this.end(new TransportFailure('too-large', `larger than ${this.maxBytes} bytes`));
+      return false;
+    }
+    this.chunks.push(chunk);
+    return true;
+  }
+
+  onComplete(): void {
+    if (this.settled) return;
+    this.release();
+    const { chunks } = this;
+    const body = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+    this.resolve({ status: this.status, headers: this.headers, body });
+  }
+
+  onError(error: Error): void {
+    if (this.settled) return;
+    this.release();
+    this.reject(error instanceof TransportFailure ? error : classify(error, this.viaProxy));
+  }
+
+  onUpgrade(): void {
+    this.onError(new TransportFailure('other', 'the server switched protocols'));
+  }
+
+  /** Ended from outside (a deadline, a stop) or by the size cap: rejects at once, and stops undici. */
+  private end(reason: unknown): void {
+    if (this.settled) return;
+    this.release();
+    this.reject(reason);
+    this.abort?.(reason instanceof Error ? reason : new TransportFailure('other', String(reason)));
+  }
+
+  private release(): void {
+    this.settled = true;
+    if (this.request.cancel) this.request.cancel.onCancel(null);
+    else if (this.onAbort) this.request.signal.removeEventListener('abort', this.onAbort);
   }
 }
 
-function pickHeaders(headers: Dispatcher.ResponseData['headers']): RawAnswer['headers'] {
+const ANSWER_HEADER_LENGTHS = new Set<number>(ANSWER_HEADERS.map((name) => name.length));
+
+/** ANSWER_HEADERS from undici's raw list (name, value, ...), named and valued as undici's parser would. */
+function pickHeaders(rawHeaders: Buffer[]): RawAnswer['headers'] {
   const picked: RawAnswer['headers'] = {};
-  for (const name of ANSWER_HEADERS) if (headers[name] !== undefined) picked[name] = headers[name];
+  for (let index = 0; index + 1 < rawHeaders.length; index += 2) {
+    const rawName = rawHeaders[index]!;
+    // Most headers are none of these: their length says so without decoding them.
+    if (!ANSWER_HEADER_LENGTHS.has(rawName.length)) continue;
+    const name = rawName.toString('latin1').toLowerCase();
+    if (!(ANSWER_HEADERS as readonly string[]).includes(name)) continue;
+    const value = rawHeaders[index + 1]!.toString('latin1');
+    const seen = picked[name];
+    picked[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+  }
   return picked;
 }

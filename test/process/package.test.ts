@@ -87,6 +87,13 @@ function buildOf(packageDir: string): { id: string; node: string } {
 }
 
 const cacheDir = (cacheHome: string): string => join(cacheHome, 'queenctl', 'code');
+/** Each file of the bundle ships a cache (scripts/bundle.mjs); a copy without them takes another Node's path. */
+function removeShippedCaches(packageDir: string): void {
+  for (const file of readdirSync(join(packageDir, 'dist'))) {
+    if (file.endsWith('.cjs.cache')) rmSync(join(packageDir, 'dist', file));
+  }
+}
+
 const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 it('on the Node that built it, the installed copy starts from the shipped code cache and writes none', {
@@ -134,7 +141,7 @@ it('without a cache that fits, a run makes one; a lease run replaces one made by
   assert.ok(installed, 'the package was installed by the test above');
   const copy = join(scratch, 'no-shipped-cache');
   cpSync(installed, copy, { recursive: true });
-  rmSync(join(copy, 'dist', 'queenctl.cjs.cache'));
+  removeShippedCaches(copy);
   const prefix = `${process.version}-${process.arch}-${buildOf(copy).id}`;
   const cacheHome = mkdtempSync(join(scratch, 'cache-'));
   const dir = cacheDir(cacheHome);
@@ -143,14 +150,22 @@ it('without a cache that fits, a run makes one; a lease run replaces one made by
   // Often the first run after an install: it compiles little, and its cache serves what it ran.
   const version = await queenctl(copy, ['--version'], extra);
   assert.match(version.stderr, /code cache absent/);
+  // undici (dist/queenctl-undici.cjs) is loaded only by a run that sends a request.
+  assert.doesNotMatch(version.stderr, /queenctl-undici/);
   assert.deepEqual(readdirSync(dir), [`${prefix}.other.cache`]);
-  // A lease run uses it, then leaves the cache of its own, fuller run in its place.
+  // A lease run uses it, then leaves the cache of its own, fuller run in its place, and one for undici.
   const lease = await queenctl(copy, extendArgs(), extra);
   assert.match(lease.stderr, /code cache accepted \(made on this machine .*\.other\.cache/);
-  assert.deepEqual(readdirSync(dir), [`${prefix}.lease.cache`]);
+  assert.match(lease.stderr, /code cache of queenctl-undici\.cjs absent/);
+  assert.deepEqual(readdirSync(dir).sort(), [`${prefix}.lease.cache`, `${prefix}.undici.cache`]);
   for (const args of [extendArgs(), ['version', '--short']]) {
     const again = await queenctl(copy, args, extra);
     assert.match(again.stderr, /code cache accepted \(made on this machine .*\.lease\.cache/);
+    if (args[0] === 'lease')
+      assert.match(
+        again.stderr,
+        /code cache of queenctl-undici\.cjs accepted \(made on this machine .*\.undici\.cache/,
+      );
     assert.doesNotMatch(again.stderr, /code cache written/);
   }
 
@@ -170,7 +185,7 @@ it('caches of other builds and Node versions go once a week old; a fresh one sta
   assert.ok(installed, 'the package was installed by the test above');
   const copy = join(scratch, 'stale');
   cpSync(installed, copy, { recursive: true });
-  rmSync(join(copy, 'dist', 'queenctl.cjs.cache'));
+  removeShippedCaches(copy);
   const cacheHome = mkdtempSync(join(scratch, 'cache-'));
   const dir = cacheDir(cacheHome);
   mkdirSync(dir, { recursive: true });
@@ -179,10 +194,8 @@ it('caches of other builds and Node versions go once a week old; a fresh one sta
   utimesSync(join(dir, 'v0.0.1-x64-0123456789abcdef.lease.cache'), eightDaysAgo, eightDaysAgo);
   writeFileSync(join(dir, 'v0.0.2-x64-0123456789abcdef.lease.cache'), 'in use by another Node');
   await queenctl(copy, extendArgs(), { XDG_CACHE_HOME: cacheHome });
-  const kept = [
-    `${process.version}-${process.arch}-${buildOf(copy).id}.lease.cache`,
-    'v0.0.2-x64-0123456789abcdef.lease.cache',
-  ];
+  const prefix = `${process.version}-${process.arch}-${buildOf(copy).id}`;
+  const kept = [`${prefix}.lease.cache`, `${prefix}.undici.cache`, 'v0.0.2-x64-0123456789abcdef.lease.cache'];
   assert.deepEqual(readdirSync(dir).sort(), kept.sort());
 });
 
@@ -192,7 +205,7 @@ it('a cache directory that cannot be written, or no HOME, changes nothing but th
   assert.ok(installed, 'the package was installed by the test above');
   const copy = join(scratch, 'unwritable');
   cpSync(installed, copy, { recursive: true });
-  rmSync(join(copy, 'dist', 'queenctl.cjs.cache'));
+  removeShippedCaches(copy);
   // A file where the directory should be: refused even to root, who may write a read-only one.
   const file = join(scratch, 'a-file');
   writeFileSync(file, '');

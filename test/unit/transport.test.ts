@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { classify, TransportFailure, type TransportRequest } from '../../src/broker/transport.js';
+import { classify, TransportFailure, type Cancellation, type TransportRequest } from '../../src/broker/transport.js';
 import { UndiciTransport } from '../../src/broker/undici-transport.js';
 import { startProxy } from '../support/proxy.js';
 
@@ -148,6 +148,35 @@ describe('UndiciTransport', () => {
       (caught: unknown) => caught,
     );
     assert.ok(!(error instanceof TransportFailure), String(error));
+  });
+
+  it('a request ended by its Cancellation rejects at once with its reason, and never reads `signal`', async () => {
+    routes.set('/hang', () => {});
+    let listener: ((reason: unknown) => void) | null = null;
+    const cancel: Cancellation = {
+      cancelled: false,
+      reason: undefined,
+      onCancel: (next) => {
+        listener = next;
+      },
+    };
+    // The client makes this AbortSignal only when it is read (issue 19): a transport given
+    // `cancel` must not read it.
+    const sent = request('/hang', { cancel });
+    Object.defineProperty(sent, 'signal', {
+      get: () => assert.fail('the transport read `signal` although it was given `cancel`'),
+    });
+    const pending = transport.send(sent);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(listener, 'the transport listens to the Cancellation');
+    const reason = new Error('deadline');
+    (listener as (reason: unknown) => void)(reason);
+    const error = await pending.then(
+      () => assert.fail('expected the request to fail'),
+      (caught: unknown) => caught,
+    );
+    assert.equal(error, reason);
+    assert.equal(listener, null, 'the transport let go of the Cancellation once the request ended');
   });
 
   it('through a proxy: requests go via it, -v names it, a failure says it was in the way', async () => {
