@@ -126,7 +126,13 @@ export interface ListFilter {
   all: boolean;
 }
 
-const natural = new Intl.Collator('en', { numeric: true }).compare;
+// Made on first use: an ICU collator made at load time cannot be kept in the standalone
+// executable's start-up snapshot (docs/standalone.md).
+let collator: Intl.Collator | undefined;
+function natural(a: string, b: string): number {
+  collator ??= new Intl.Collator('en', { numeric: true });
+  return collator.compare(a, b);
+}
 
 /**
  * One record per lease id, its partitions gathered (a multi-partition pop holds several), sorted

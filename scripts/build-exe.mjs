@@ -1,0 +1,223 @@
+// `npm run build:exe`: the standalone executable for the platform this runs on, a Node.js single
+// executable application (node:sea) carrying the bundled CLI in a V8 start-up snapshot, and its
+// release archive with SHA256SUMS. How and why: docs/standalone.md. Plain JS: it runs before
+// anything is compiled.
+//
+//   dist/exe/queenctl-<version>-<os>-<arch>/queenctl        the executable
+//   dist/exe/queenctl-<version>-<os>-<arch>.tar.gz          it, LICENSE, README, completions
+//   dist/exe/SHA256SUMS                                      sha256sum -c checks the archive
+//
+// The Node.js it carries is the official release published on the npm registry as the package
+// node-<os>-<arch>, at the exact version pinned in package.json (config.standaloneNode), fetched
+// once into node_modules/.cache/queenctl-exe/. QUEENCTL_EXE_NODE=<path> uses a binary already
+// there instead (CI's Node 24), only when it is that exact version.
+import { build } from 'esbuild';
+import { execFileSync, spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { lazyCommanderChildProcess, lazyHttp2 } from './esbuild-plugins.mjs';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const nodeVersion = pkg.config.standaloneNode;
+const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+/** Where node:sea works and the npm registry has a release package (node-<os>-<arch>). */
+const PLATFORMS = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64'];
+
+const host = `${process.platform}-${process.arch}`;
+// Only for the test of this refusal: the snapshot is made by the Node.js the executable carries,
+// which has to run here, so a build is always for the platform it runs on.
+const platform = process.env.QUEENCTL_EXE_PLATFORM || host;
+const snapshot = process.env.QUEENCTL_EXE_SNAPSHOT !== '0';
+
+function fail(message) {
+  process.stderr.write(`build:exe: ${message}\n`);
+  process.exit(1);
+}
+const say = (line) => process.stderr.write(`build:exe: ${line}\n`);
+
+if (!PLATFORMS.includes(platform))
+  fail(
+    `no Node.js release package for ${platform} (node-${platform} on the npm registry) that can carry queenctl;` +
+      ` executables are built on ${PLATFORMS.join(', ')}`,
+  );
+if (platform !== host) fail(`cannot build for ${platform} on ${host}: build on a ${platform} machine`);
+
+const name = `queenctl-${pkg.version}-${platform}`;
+const exeDir = join(root, 'dist', 'exe');
+const outDir = join(exeDir, name);
+const exe = join(outDir, 'queenctl');
+const archive = join(exeDir, `${name}.tar.gz`);
+const work = join(exeDir, '.build');
+// An executable from an earlier build must not outlive a failed one.
+for (const stale of [outDir, archive, join(exeDir, 'SHA256SUMS'), join(exeDir, 'build.json'), work])
+  rmSync(stale, { recursive: true, force: true });
+mkdirSync(work, { recursive: true });
+
+const node = embeddedNode();
+say(`Node.js ${nodeVersion}: ${relative(root, node) || node}`);
+
+// 1. The CLI in one script, everything bundled: the executable has no node_modules to load from.
+const bundle = join(work, 'queenctl-sea.cjs');
+await build({
+  entryPoints: [join(root, 'src', 'standalone.ts')],
+  outfile: bundle,
+  bundle: true,
+  platform: 'node',
+  target: `node${nodeVersion.split('.')[0]}`,
+  format: 'cjs',
+  // import() becomes a require() inside a promise: the modules behind it stay unevaluated in the
+  // snapshot, and only builtin modules can be required in a single executable application.
+  supported: { 'dynamic-import': false },
+  plugins: [lazyHttp2, lazyCommanderChildProcess],
+  define: { QUEENCTL_BUILD_INFO: JSON.stringify({ commit: gitCommit(), date: buildDate(), standalone: true }) },
+  legalComments: 'none',
+  metafile: true,
+  logLevel: 'warning',
+});
+
+// 2. The blob: the snapshot made by running the bundle in the embedded Node (or the script and
+// its code cache, with QUEENCTL_EXE_SNAPSHOT=0, to compare: docs/standalone.md).
+const blob = join(work, 'queenctl.blob');
+const seaConfig = join(work, 'sea-config.json');
+writeFileSync(
+  seaConfig,
+  JSON.stringify({
+    main: bundle,
+    output: blob,
+    disableExperimentalSEAWarning: true,
+    useSnapshot: snapshot,
+    useCodeCache: !snapshot,
+    // NODE_OPTIONS is for the Node.js installed on the host: docs/standalone.md, "NODE_OPTIONS".
+    execArgvExtension: 'none',
+  }),
+);
+try {
+  run(node, ['--experimental-sea-config', seaConfig], `making the ${snapshot ? 'snapshot' : 'code cache'} blob`, {
+    cwd: work,
+  });
+} catch (error) {
+  fail(`${error.message}\nno executable was made`);
+}
+
+// 3. A copy of that Node with the blob injected, under a temporary name: only an executable that
+// ran as queenctl gets the final name, so no failure leaves a file that would run plain Node.
+mkdirSync(outDir, { recursive: true });
+const partial = join(outDir, `.queenctl.partial-${process.pid}`);
+try {
+  copyFileSync(node, partial);
+  chmodSync(partial, 0o755);
+  if (process.platform === 'darwin') run('codesign', ['--remove-signature', partial], 'removing the signature');
+  const postject = join(root, 'node_modules', 'postject', 'dist', 'cli.js');
+  const macho = process.platform === 'darwin' ? ['--macho-segment-name', 'NODE_SEA'] : [];
+  run(process.execPath, [postject, partial, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE, ...macho], 'injecting');
+  // Untested here (no macOS machine): docs/standalone.md, "Platforms".
+  if (process.platform === 'darwin') run('codesign', ['--sign', '-', partial], 'signing');
+  const check = spawnSync(partial, ['--version'], { env: {}, encoding: 'utf8' });
+  if (check.status !== 0 || check.stdout !== `${pkg.version}\n`)
+    throw new Error(
+      `the injected executable does not run as queenctl: \`--version\` exited ${check.status} ` +
+        `printing ${JSON.stringify(check.stdout)} ${JSON.stringify(check.stderr.slice(0, 400))}`,
+    );
+  renameSync(partial, exe);
+} catch (error) {
+  rmSync(partial, { force: true });
+  fail(`${error.message}\nno executable was made`);
+}
+
+say(`${relative(root, exe)}: ${(statSync(exe).size / 1e6).toFixed(1)} MB, snapshot ${snapshot ? 'on' : 'off'}`);
+
+// What was built, for `npm run test:exe` and `npm run bench` (scripts/test-exe.mjs, bench-exe.ts).
+writeFileSync(
+  join(exeDir, 'build.json'),
+  `${JSON.stringify({ exe, archive, node, nodeVersion, snapshot }, null, 2)}\n`,
+);
+
+/** The pinned Node.js release binary: QUEENCTL_EXE_NODE when it is that version, else the cache. */
+function embeddedNode() {
+  const given = process.env.QUEENCTL_EXE_NODE;
+  if (given) {
+    if (versionOf(given) === `v${nodeVersion}`) return given;
+    say(`QUEENCTL_EXE_NODE=${given} is not Node.js ${nodeVersion} (package.json config.standaloneNode): not used`);
+  }
+  const pkgName = `node-${platform}`;
+  const cache = join(root, 'node_modules', '.cache', 'queenctl-exe', `${pkgName}-${nodeVersion}`);
+  const binary = join(cache, 'node_modules', pkgName, 'bin', 'node');
+  if (existsSync(binary) && versionOf(binary) === `v${nodeVersion}`) return binary;
+  say(`fetching ${pkgName}@${nodeVersion} from the npm registry (about 30 MB, once)`);
+  rmSync(cache, { recursive: true, force: true });
+  mkdirSync(dirname(cache), { recursive: true });
+  // Into a fresh directory, renamed when complete: an interrupted fetch is never taken as done.
+  const fetching = mkdtempSync(`${cache}.partial-`);
+  const npm = spawnSync(
+    'npm',
+    [
+      'install',
+      '--prefix',
+      fetching,
+      '--no-save',
+      '--no-package-lock',
+      '--ignore-scripts',
+      '--no-audit',
+      '--no-fund',
+    ].concat(`${pkgName}@${nodeVersion}`),
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  if (npm.status !== 0) {
+    rmSync(fetching, { recursive: true, force: true });
+    const missing = /E404|ETARGET|EBADPLATFORM/.test(npm.stderr);
+    fail(
+      missing
+        ? `the npm registry has no ${pkgName}@${nodeVersion} (the Node.js release for ${platform}):\n${npm.stderr}`
+        : `could not fetch ${pkgName}@${nodeVersion} from the npm registry:\n${npm.stderr || npm.error}`,
+    );
+  }
+  renameSync(fetching, cache);
+  const fetched = versionOf(binary);
+  if (fetched !== `v${nodeVersion}`) fail(`${pkgName}@${nodeVersion} gave ${binary} that says ${fetched}`);
+  return binary;
+}
+
+function versionOf(binary) {
+  try {
+    return execFileSync(binary, ['--version'], { encoding: 'utf8', env: {} }).trim();
+  } catch (error) {
+    return `no version (${error.message.split('\n')[0]})`;
+  }
+}
+
+function run(command, args, what, options = {}) {
+  const ran = spawnSync(command, args, { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, ...options });
+  if (ran.status !== 0) {
+    const output = `${ran.stdout ?? ''}${ran.stderr ?? ''}`.trim() || String(ran.error ?? `signal ${ran.signal}`);
+    throw Object.assign(new Error(`${what} failed: ${command} ${args.join(' ')}\n${output}`), { output });
+  }
+  return ran.stdout;
+}
+
+function gitCommit() {
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8', stdio: 'pipe' }).trim();
+  } catch {
+    return null;
+  }
+}
+
+/** SOURCE_DATE_EPOCH (reproducible builds) when set, else now. */
+function buildDate() {
+  const epoch = Number(process.env.SOURCE_DATE_EPOCH);
+  const date = new Date(Number.isFinite(epoch) && epoch > 0 ? epoch * 1000 : Date.now());
+  return `${date.toISOString().slice(0, 19)}Z`;
+}

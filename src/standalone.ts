@@ -1,0 +1,24 @@
+/**
+ * The entry point of the standalone executable (scripts/build-exe.mjs, docs/standalone.md).
+ *
+ * The build runs this file once, inside the Node.js the executable carries, to make a V8 start-up
+ * snapshot: everything below is then already loaded when the executable starts (the command
+ * tree's modules, config, output, exit codes). Only `main` runs at each start, after the snapshot
+ * is deserialised, with that run's argv, environment, streams and clock: nothing read from the
+ * process at build time may be kept (process.env, isTTY, HOME, the cwd and the date are all read
+ * inside `main`). What a snapshot cannot hold (undici and node:http, chalk, ora, yaml) is loaded
+ * by `main` on the paths that need it, as in the npm package.
+ */
+import { setFlagsFromString, startupSnapshot } from 'node:v8';
+import { main } from './cli.js';
+
+function start(): void {
+  // As bin/queenctl.cjs does for the npm package: V8 compiles undici's WebAssembly HTTP parser
+  // with its baseline compiler only, so process exit does not wait for an optimising compile.
+  setFlagsFromString('--liftoff-only');
+  // argv[0] and argv[1] are both the executable in a single executable application.
+  void main(process.argv.slice(2));
+}
+
+if (startupSnapshot.isBuildingSnapshot()) startupSnapshot.setDeserializeMainFunction(start);
+else start();
