@@ -36,6 +36,42 @@ const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 /** Where node:sea works and the npm registry has a release package (node-<os>-<arch>). */
 const PLATFORMS = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64'];
 
+/**
+ * The chunks (src/standalone-chunks.ts): each dependency a snapshot should not hold, and the
+ * module specifiers src/ imports it by. A new import of one of them must be listed here.
+ */
+const CHUNKS = {
+  undici: [
+    { id: 'undici/lib/dispatcher/agent.js' },
+    { id: 'undici/lib/api/api-request.js' },
+    { id: 'undici', lazy: true },
+  ],
+  yaml: [{ id: 'yaml' }],
+  chalk: [{ id: 'chalk' }],
+  ora: [{ id: 'ora' }],
+  'cli-table3': [{ id: 'cli-table3' }],
+};
+const chunkOf = new Map(Object.entries(CHUNKS).flatMap(([chunk, ids]) => ids.map(({ id }) => [id, chunk])));
+const chunksModule = join(root, 'src', 'standalone-chunks.ts');
+/** In the snapshot's bundle, an import of a chunked dependency is a call that loads its chunk. */
+const chunked = {
+  name: 'standalone-chunks',
+  setup(builder) {
+    builder.onResolve({ filter: /^(undici|yaml|chalk|ora|cli-table3)([\\/].*)?$/ }, (args) => {
+      if (!chunkOf.has(args.path))
+        throw new Error(`${args.importer} imports ${args.path}: list it in CHUNKS in scripts/build-exe.mjs`);
+      return { path: args.path, namespace: 'standalone-chunk' };
+    });
+    builder.onLoad({ filter: /.*/, namespace: 'standalone-chunk' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(chunksModule)}).loadChunk(${JSON.stringify(
+        chunkOf.get(args.path),
+      )})[${JSON.stringify(args.path)}];`,
+      resolveDir: root,
+      loader: 'js',
+    }));
+  },
+};
+
 const host = `${process.platform}-${process.arch}`;
 // Only for the test of this refusal: the snapshot is made by the Node.js the executable carries,
 // which has to run here, so a build is always for the platform it runs on.
@@ -70,10 +106,10 @@ const node = embeddedNode();
 say(`Node.js ${nodeVersion}: ${relative(root, node) || node}`);
 
 // 1. The CLI in one script, everything bundled: the executable has no node_modules to load from.
+// The dependencies that only some paths use are chunks of their own (src/standalone-chunks.ts):
+// the snapshot holds the CLI without them, and a path that needs one loads it.
 const bundle = join(work, 'queenctl-sea.cjs');
-await build({
-  entryPoints: [join(root, 'src', 'standalone.ts')],
-  outfile: bundle,
+const common = {
   bundle: true,
   platform: 'node',
   target: `node${nodeVersion.split('.')[0]}`,
@@ -81,12 +117,31 @@ await build({
   // import() becomes a require() inside a promise: the modules behind it stay unevaluated in the
   // snapshot, and only builtin modules can be required in a single executable application.
   supported: { 'dynamic-import': false },
-  plugins: [lazyHttp2, lazyCommanderChildProcess],
-  define: { QUEENCTL_BUILD_INFO: JSON.stringify({ commit: gitCommit(), date: buildDate(), standalone: true }) },
   legalComments: 'none',
-  metafile: true,
   logLevel: 'warning',
+};
+await build({
+  ...common,
+  entryPoints: [join(root, 'src', 'standalone.ts')],
+  outfile: bundle,
+  plugins: [chunked, lazyCommanderChildProcess],
+  define: { QUEENCTL_BUILD_INFO: JSON.stringify({ commit: gitCommit(), date: buildDate(), standalone: true }) },
 });
+for (const [chunk, specifiers] of Object.entries(CHUNKS)) {
+  // Each specifier served as it is imported; the lazy ones (undici's index: only behind a
+  // proxy) evaluated when first used.
+  const entries = specifiers.map(({ id, lazy }) =>
+    lazy
+      ? `get ${JSON.stringify(id)}() { return require(${JSON.stringify(id)}); }`
+      : `${JSON.stringify(id)}: require(${JSON.stringify(id)})`,
+  );
+  await build({
+    ...common,
+    stdin: { contents: `module.exports = { ${entries.join(', ')} };`, resolveDir: root, loader: 'js' },
+    outfile: join(work, `${chunk}.js`),
+    plugins: [lazyHttp2],
+  });
+}
 
 // 2. The blob: the snapshot made by running the bundle in the embedded Node (or the script and
 // its code cache, with QUEENCTL_EXE_SNAPSHOT=0, to compare: docs/standalone.md).
@@ -102,6 +157,7 @@ writeFileSync(
     useCodeCache: !snapshot,
     // NODE_OPTIONS is for the Node.js installed on the host: docs/standalone.md, "NODE_OPTIONS".
     execArgvExtension: 'none',
+    assets: Object.fromEntries(Object.keys(CHUNKS).map((chunk) => [`${chunk}.js`, join(work, `${chunk}.js`)])),
   }),
 );
 try {
