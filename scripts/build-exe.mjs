@@ -13,6 +13,7 @@
 // there instead (CI's Node 24), only when it is that exact version.
 import { build } from 'esbuild';
 import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   chmodSync,
   copyFileSync,
@@ -25,7 +26,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { lazyCommanderChildProcess, lazyHttp2 } from './esbuild-plugins.mjs';
 
@@ -92,7 +93,8 @@ if (!PLATFORMS.includes(platform))
 if (platform !== host) fail(`cannot build for ${platform} on ${host}: build on a ${platform} machine`);
 
 const name = `queenctl-${pkg.version}-${platform}`;
-const exeDir = join(root, 'dist', 'exe');
+// QUEENCTL_EXE_OUT: another directory (the build's own tests, which must not replace dist/exe).
+const exeDir = process.env.QUEENCTL_EXE_OUT || join(root, 'dist', 'exe');
 const outDir = join(exeDir, name);
 const exe = join(outDir, 'queenctl');
 const archive = join(exeDir, `${name}.tar.gz`);
@@ -119,14 +121,22 @@ const common = {
   supported: { 'dynamic-import': false },
   legalComments: 'none',
   logLevel: 'warning',
+  metafile: true,
 };
-await build({
-  ...common,
-  entryPoints: [join(root, 'src', 'standalone.ts')],
-  outfile: bundle,
-  plugins: [chunked, lazyCommanderChildProcess],
-  define: { QUEENCTL_BUILD_INFO: JSON.stringify({ commit: gitCommit(), date: buildDate(), standalone: true }) },
-});
+/** Every file bundled into the executable, for the licences the archive carries. */
+const bundled = new Set();
+const collect = (result) => {
+  for (const input of Object.keys(result.metafile.inputs)) bundled.add(input);
+};
+collect(
+  await build({
+    ...common,
+    entryPoints: [join(root, 'src', 'standalone.ts')],
+    outfile: bundle,
+    plugins: [chunked, lazyCommanderChildProcess],
+    define: { QUEENCTL_BUILD_INFO: JSON.stringify({ commit: gitCommit(), date: buildDate(), standalone: true }) },
+  }),
+);
 for (const [chunk, specifiers] of Object.entries(CHUNKS)) {
   // Each specifier served as it is imported; the lazy ones (undici's index: only behind a
   // proxy) evaluated when first used.
@@ -135,12 +145,13 @@ for (const [chunk, specifiers] of Object.entries(CHUNKS)) {
       ? `get ${JSON.stringify(id)}() { return require(${JSON.stringify(id)}); }`
       : `${JSON.stringify(id)}: require(${JSON.stringify(id)})`,
   );
-  await build({
+  const made = await build({
     ...common,
     stdin: { contents: `module.exports = { ${entries.join(', ')} };`, resolveDir: root, loader: 'js' },
     outfile: join(work, `${chunk}.js`),
     plugins: [lazyHttp2],
   });
+  collect(made);
 }
 
 // 2. The blob: the snapshot made by running the bundle in the embedded Node (or the script and
@@ -195,11 +206,74 @@ try {
 
 say(`${relative(root, exe)}: ${(statSync(exe).size / 1e6).toFixed(1)} MB, snapshot ${snapshot ? 'on' : 'off'}`);
 
+// 4. The release archive, as the Go queenctl's: the executable, the licences, the README and
+// completion scripts made by the executable itself, then SHA256SUMS covering the archive.
+copyFileSync(join(root, 'LICENSE'), join(outDir, 'LICENSE'));
+copyFileSync(join(root, 'README.md'), join(outDir, 'README.md'));
+writeFileSync(join(outDir, 'THIRD-PARTY-LICENSES'), thirdPartyLicenses());
+mkdirSync(join(outDir, 'completions'));
+for (const [shell, file] of [
+  ['bash', 'queenctl.bash'],
+  ['zsh', '_queenctl'],
+  ['fish', 'queenctl.fish'],
+]) {
+  try {
+    writeFileSync(join(outDir, 'completions', file), run(exe, ['completion', shell], `the ${shell} completion`));
+  } catch (error) {
+    fail(error.message);
+  }
+}
+const gnuTar = /GNU tar/.test(spawnSync('tar', ['--version'], { encoding: 'utf8' }).stdout ?? '');
+try {
+  run(
+    'tar',
+    [
+      ...(gnuTar ? ['--owner=0', '--group=0', '--numeric-owner', '--sort=name'] : []),
+      '-czf',
+      archive,
+      '-C',
+      exeDir,
+      name,
+    ],
+    'packing the archive',
+  );
+} catch (error) {
+  rmSync(archive, { force: true });
+  fail(error.message);
+}
+const sums = join(exeDir, 'SHA256SUMS');
+writeFileSync(sums, `${createHash('sha256').update(readFileSync(archive)).digest('hex')}  ${basename(archive)}\n`);
+say(`${relative(root, archive)}: ${(statSync(archive).size / 1e6).toFixed(1)} MB; ${relative(root, sums)}`);
+
 // What was built, for `npm run test:exe` and `npm run bench` (scripts/test-exe.mjs, bench-exe.ts).
 writeFileSync(
   join(exeDir, 'build.json'),
-  `${JSON.stringify({ exe, archive, node, nodeVersion, snapshot }, null, 2)}\n`,
+  `${JSON.stringify({ exe, archive, sums, node, nodeVersion, snapshot }, null, 2)}\n`,
 );
+
+/**
+ * The licences of what the executable carries besides queenctl: Node.js (whose LICENSE lists
+ * its own dependencies') and each npm package bundled into it.
+ */
+function thirdPartyLicenses() {
+  const parts = [];
+  const nodeLicense = join(dirname(dirname(node)), 'LICENSE');
+  if (existsSync(nodeLicense)) parts.push(`Node.js ${nodeVersion}\n\n${readFileSync(nodeLicense, 'utf8')}`);
+  const packages = new Set();
+  for (const input of bundled) {
+    const match = /^(.*node_modules[\\/](?:@[^\\/]+[\\/])?[^\\/]+)[\\/]/.exec(input);
+    if (match) packages.add(match[1]);
+  }
+  for (const dir of [...packages].sort()) {
+    const { name: pkgName, version, license } = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
+    const file = ['LICENSE', 'LICENSE.md', 'license', 'LICENSE.txt', 'license.md'].find((candidate) =>
+      existsSync(join(root, dir, candidate)),
+    );
+    const text = file ? readFileSync(join(root, dir, file), 'utf8') : `${license} (no licence file in the package)`;
+    parts.push(`${pkgName} ${version}\n\n${text}`);
+  }
+  return `${parts.join(`\n${'-'.repeat(72)}\n\n`)}\n`;
+}
 
 /** The pinned Node.js release binary: QUEENCTL_EXE_NODE when it is that version, else the cache. */
 function embeddedNode() {

@@ -16,6 +16,12 @@ function start(): void {
   // As bin/queenctl.cjs does for the npm package: V8 compiles undici's WebAssembly HTTP parser
   // with its baseline compiler only, so process exit does not wait for an optimising compile.
   setFlagsFromString('--liftoff-only');
+  // Options for the Node.js on the host are not this Node's: it ignores them (the build's
+  // execArgvExtension 'none'), and says so rather than act as if they applied.
+  if (process.env.NODE_OPTIONS?.trim())
+    process.stderr.write(
+      'queenctl: NODE_OPTIONS is ignored: this queenctl carries its own Node.js and takes no Node.js options\n',
+    );
   // argv[0] and argv[1] are both the executable in a single executable application.
   void main(process.argv.slice(2));
 }
