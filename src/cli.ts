@@ -1,18 +1,74 @@
 /**
- * The process boundary: argv, streams, signals and the exit code. Everything below takes
- * them as parameters (commands/globals.ts builds the Runtime).
+ * The process boundary: argv, streams, signals and the exit code. `run` takes them as ports and
+ * never touches `process` (the suite runs commands through it in-process); `main` wires the real
+ * process to it. Everything below takes them as parameters (commands/globals.ts builds the Runtime).
  */
 import { setMaxListeners } from 'node:events';
 import { Command, CommanderError } from 'commander';
+import type { StdinLike } from './args.js';
+import type { Clock } from './clock.js';
 import { completeCommand, completionCommand } from './commands/completion.js';
 import { configCommand } from './commands/config/index.js';
 import { leaseCommand } from './commands/lease/index.js';
-import { globalContext, addGlobalOptions } from './commands/globals.js';
+import { globalContext, addGlobalOptions, type ProcessPorts } from './commands/globals.js';
 import { ExitCode, QueenctlError, UsageError, signalExitCode } from './exit.js';
+import type { OutputStream } from './io.js';
 import { errorMessage } from './output/words.js';
 import { VERSION } from './version.js';
 
+/** An output stream as the process has it: a terminal knows its width, a pipe may close. */
+export interface CliStream extends OutputStream {
+  columns?: number;
+  hasColors?(): boolean;
+  on?(event: 'error', listener: (error: NodeJS.ErrnoException) => void): unknown;
+}
+
+/** What a run needs from the process that hosts it; `main` gives the real one. */
+export interface CliPorts {
+  env: NodeJS.ProcessEnv;
+  stdout: CliStream;
+  stderr: CliStream;
+  /** Read on use only: creating process.stdin costs start-up time that only `-` needs. */
+  readonly stdin: StdinLike;
+  /** From now on, calls `listener` on each of these signals. */
+  onSignal(signals: readonly NodeJS.Signals[], listener: (signal: NodeJS.Signals) => void): void;
+  /** Sets the status the process ends with when the run is over (it may set it more than once). */
+  setExitCode(code: number): void;
+  /** Ends the process now with this status: nothing after it may run. */
+  exit(code: number): void;
+  /** process.version, for `queenctl version`. */
+  nodeVersion: string;
+  /** The clock of every verb instead of the system's (tests only). */
+  clock?: Clock;
+}
+
+/** queenctl on the real process: its streams, signals and exit code. */
 export async function main(argv: string[]): Promise<void> {
+  await run(argv, {
+    env: process.env,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    get stdin() {
+      return process.stdin;
+    },
+    onSignal: (signals, listener) => {
+      for (const signal of signals) process.on(signal, listener);
+    },
+    setExitCode: (status) => {
+      process.exitCode = status;
+    },
+    exit: (status) => process.exit(status),
+    nodeVersion: process.version,
+  });
+}
+
+/** One run of queenctl on these ports; resolves with its exit status (also given to setExitCode). */
+export async function run(argv: string[], ports: CliPorts): Promise<number> {
+  let exitCode: number = ExitCode.Ok;
+  const setExitCode = (code: number): void => {
+    exitCode = code;
+    ports.setExitCode(code);
+  };
   const controller = new AbortController();
   // Every request in flight listens to this one signal; a bulk run has many by design.
   setMaxListeners(0, controller.signal);
@@ -23,11 +79,11 @@ export async function main(argv: string[]): Promise<void> {
   const onSignal = (signal: NodeJS.Signals): void => {
     if (relay) return relay(signal);
     // A second signal means "now": the first one is still finishing in-flight requests.
-    if (signalled) process.exit(signalExitCode(signal));
+    if (signalled) return ports.exit(signalExitCode(signal));
     signalled = signal;
     controller.abort(signal);
   };
-  process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
+  ports.onSignal(['SIGINT', 'SIGTERM'], onSignal);
   // SIGHUP (the terminal or the ssh session went away) is caught only by the verbs that talk to
   // the broker: they take it as SIGINT (stop issuing, report, exit 129), and a watch passes it on
   // to its command. Everywhere else (config, completion) it ends queenctl at once, as by default.
@@ -35,7 +91,7 @@ export async function main(argv: string[]): Promise<void> {
   const catchHangup = (): void => {
     if (catchingHangup) return;
     catchingHangup = true;
-    process.on('SIGHUP', onSignal);
+    ports.onSignal(['SIGHUP'], onSignal);
   };
   const relaySignals = (listener: (signal: NodeJS.Signals) => void): (() => void) => {
     relay = listener;
@@ -47,43 +103,48 @@ export async function main(argv: string[]): Promise<void> {
   // A reader that went away (`| head -1`) ends the run quietly, as SIGPIPE would; a watch with
   // a running command carries on without its event stream instead, and ends with its status.
   let readerGone = false;
-  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  ports.stdout.on?.('error', (error) => {
     if (error.code === 'EPIPE') {
       readerGone ||= relay !== null;
-      if (!readerGone) process.exit(128 + 13);
+      if (!readerGone) ports.exit(128 + 13);
       return;
     }
     throw error;
   });
   // Diagnostics that nobody can read any more must not change the outcome: unhandled, a closed
   // stderr would crash with status 1 ("nothing was sent") after a lease was renewed or lost.
-  process.stderr.on('error', () => {});
+  ports.stderr.on?.('error', () => {});
 
-  const ports = {
-    env: process.env,
-    stdout: process.stdout,
-    stderr: process.stderr,
+  const processPorts: ProcessPorts = {
+    env: ports.env,
+    stdout: ports.stdout,
+    stderr: ports.stderr,
     get stdin() {
-      return process.stdin;
+      return ports.stdin;
     },
     signal: controller.signal,
     argvAfterDashDash: argv.includes('--') ? argv.slice(argv.indexOf('--') + 1) : null,
     relaySignals,
     catchHangup,
-    setExitCode: (code: number) => {
-      process.exitCode = code;
-    },
+    setExitCode,
+    clock: ports.clock,
+  };
+  // Commander's defaults, on the ports instead of the process (every command: see below). Its
+  // own default width is undefined too off a terminal (80 then), whatever its typing says.
+  const output = {
+    writeErr: (text: string) => void ports.stderr.write(text),
+    writeOut: (text: string) => void ports.stdout.write(text),
+    getOutHelpWidth: () => (ports.stdout.isTTY ? ports.stdout.columns : undefined) as number,
+    getErrHelpWidth: () => (ports.stderr.isTTY ? ports.stderr.columns : undefined) as number,
+    getOutHasColors: () => commanderColor(ports.env) ?? Boolean(ports.stdout.isTTY && ports.stdout.hasColors?.()),
+    getErrHasColors: () => commanderColor(ports.env) ?? Boolean(ports.stderr.isTTY && ports.stderr.hasColors?.()),
   };
   const program = addGlobalOptions(new Command('queenctl'))
     .description('Lease tooling for Queen MQ operators: renewals that never call a dead lease renewed')
     .version(VERSION, '--version', 'print the version')
     .showHelpAfterError('(add --help for usage)')
-    .exitOverride()
-    .configureOutput({
-      writeErr: (text) => process.stderr.write(text),
-      writeOut: (text) => process.stdout.write(text),
-    });
-  const globals = globalContext(ports, VERSION);
+    .exitOverride();
+  const globals = globalContext(processPorts, VERSION);
   program.addCommand(leaseCommand(globals));
   program.addCommand(configCommand(globals));
   program.addCommand(completionCommand(globals));
@@ -102,7 +163,7 @@ Examples:
     .description('print the version of queenctl and of Node.js')
     .addHelpText('after', '\nExamples:\n  queenctl version\n  queenctl --version')
     .action(() => {
-      process.stdout.write(`queenctl ${VERSION} (node ${process.version})\n`);
+      ports.stdout.write(`queenctl ${VERSION} (node ${ports.nodeVersion})\n`);
     });
   // Commander's own `help` looks one word deep: `help lease extend` would show the group's help.
   program
@@ -113,14 +174,23 @@ Examples:
     .action((path: string[]) => showHelpOf(program, path));
   // Subcommands built elsewhere do not inherit these settings; give them to every command.
   const everyCommand = (command: Command): Command[] => [command, ...command.commands.flatMap(everyCommand)];
-  for (const command of everyCommand(program)) command.exitOverride().configureHelp({ showGlobalOptions: true });
+  for (const command of everyCommand(program))
+    command.exitOverride().configureHelp({ showGlobalOptions: true }).configureOutput(output);
 
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (error) {
-    process.exitCode = exitCodeFor(error);
+    setExitCode(exitCodeFor(error, ports));
   }
-  if (signalled) process.exitCode = signalExitCode(signalled);
+  if (signalled) setExitCode(signalExitCode(signalled));
+  return exitCode;
+}
+
+/** Commander's reading of NO_COLOR, FORCE_COLOR and CLICOLOR_FORCE, on the run's environment. */
+function commanderColor(env: NodeJS.ProcessEnv): boolean | undefined {
+  if (env.NO_COLOR || env.FORCE_COLOR === '0' || env.FORCE_COLOR === 'false') return false;
+  if (env.FORCE_COLOR || env.CLICOLOR_FORCE !== undefined) return true;
+  return undefined;
 }
 
 /**
@@ -152,20 +222,20 @@ function showHelpOf(program: Command, path: readonly string[]): void {
   command.help();
 }
 
-function exitCodeFor(error: unknown): ExitCode {
+function exitCodeFor(error: unknown, ports: CliPorts): ExitCode {
   if (error instanceof CommanderError) {
     // Commander has already printed its message (or the help); usage errors are 1.
     return error.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
   }
   if (error instanceof QueenctlError) {
-    process.stderr.write(errorMessage(error));
+    ports.stderr.write(errorMessage(error));
     return error.exitCode;
   }
   // A bug, not an outcome: say so plainly, and never exit 0. The stack only with QUEENCTL_DEBUG.
-  const detail = process.env.QUEENCTL_DEBUG
+  const detail = ports.env.QUEENCTL_DEBUG
     ? ((error as Error)?.stack ?? String(error))
     : String((error as Error)?.message ?? error);
-  process.stderr.write(
+  ports.stderr.write(
     `queenctl: internal error: ${detail}\n  please report it with the command you ran (QUEENCTL_DEBUG=1 shows where)\n`,
   );
   return ExitCode.Broker;

@@ -123,6 +123,8 @@ export interface ProcessPorts {
   catchHangup(): void;
   /** An ExitCode, or a watched command's own status. */
   setExitCode(code: number): void;
+  /** Every verb's clock, whatever the verb would choose (tests run in-process on a fake one). */
+  clock?: Clock;
 }
 
 /** The process bits only `watch` needs, beside the Runtime every verb gets. */
@@ -246,7 +248,7 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
         const runtime: Runtime<BrokerClient> = {
           io,
           client,
-          clock: options.clock ?? systemClock,
+          clock: ports.clock ?? options.clock ?? systemClock,
           signal: ports.signal,
         };
         ports.setExitCode(await verb(runtime, settings, { env, argvAfterDashDash, relaySignals }));

@@ -1,12 +1,13 @@
 /**
- * `queenctl lease extend` end to end: the built binary against the simulator over loopback,
- * one test per rule of the contract it must keep.
+ * `queenctl lease extend` end to end: the command run in-process against the simulator over
+ * loopback, one test per rule of the contract it must keep. (A hangup through the kernel is in
+ * test/process/signals.test.ts.)
  */
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import type { Simulator } from '../../tools/simulator/index.js';
-import { runCli, startCli } from '../support/cli.js';
+import { runInProcess, type InProcessOptions } from '../support/in-process.js';
 import { sharedSimulator } from '../support/shared.js';
 
 const SIX_KEYS = ['leaseId', 'success', 'renewed', 'newExpiresAt', 'expiresAt', 'lease_expires_at'];
@@ -16,8 +17,8 @@ let sim: Simulator;
 beforeEach(() => {
   sim = simulator();
 });
-const extend = (args: string[], options: Parameters<typeof runCli>[1] = {}) =>
-  runCli(['lease', 'extend', '--server', sim.url, ...args], options);
+const extend = (args: string[], options: InProcessOptions = {}) =>
+  runInProcess(['lease', 'extend', '--server', sim.url, ...args], options);
 
 describe('lease extend: a renewal', () => {
   it('renews, prints the six keys as JSON in a pipe, and exits 0', async () => {
@@ -65,7 +66,7 @@ describe('lease extend: a renewal', () => {
   it('takes the server from QUEEN_SERVER and the token from QUEEN_TOKEN', async () => {
     sim.setTokens({ 'env-token': { role: 'read-write' } });
     const leaseId = sim.mint();
-    const result = await runCli(['lease', 'extend', leaseId], {
+    const result = await runInProcess(['lease', 'extend', leaseId], {
       env: { QUEEN_SERVER: sim.url, QUEEN_TOKEN: 'env-token' },
     });
     assert.equal(result.code, 0, result.stderr);
@@ -228,37 +229,10 @@ describe('lease extend: refusals and broker failures', () => {
   });
 
   it('nothing listening: exit 2 with what to check', async () => {
-    const result = await runCli(['lease', 'extend', 'x', '--server', 'http://127.0.0.1:9', '--retries', '0']);
+    const result = await runInProcess(['lease', 'extend', 'x', '--server', 'http://127.0.0.1:9', '--retries', '0']);
     assert.equal(result.code, 2);
     assert.match(result.stderr, /connection refused/);
     assert.match(result.stderr, /--server, QUEEN_SERVER or the context/);
-  });
-});
-
-describe('lease extend: a hangup', () => {
-  it('SIGHUP mid-run is taken as SIGINT: stops issuing, reports what was done, exits 129', async () => {
-    // 1,000 ids at 4 in flight and 200 ms an answer: 50 s of work, so the signal finds it running.
-    const ids = Array.from({ length: 1_000 }, () => sim.mint());
-    sim.inject({ kind: 'latency', ms: 200 });
-    const run = startCli(['lease', 'extend', '-', '--concurrency', '4', '-o', 'ndjson', '--server', sim.url], {
-      stdin: `${ids.join('\n')}\n`,
-    });
-    await run.waitForStdout(/^(.*\n){3}/);
-    run.kill('SIGHUP');
-    const result = await run.exited;
-    assert.equal(result.signal, null, 'ended by itself, not killed by the signal');
-    assert.equal(result.code, 129, result.stderr);
-    const records = result.stdout
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as { leaseId: string });
-    assert.ok(records.length < ids.length, 'stopped issuing');
-    assert.deepEqual(
-      records.map((record) => record.leaseId),
-      ids.slice(0, records.length),
-    );
-    const done = /^queenctl: interrupted after \d+ lease ids: \d+ renewed, 0 not renewed, \d+ unknown; the remaining/m;
-    assert.match(result.stderr, done);
   });
 });
 
@@ -393,7 +367,7 @@ describe('lease extend: bad input sends nothing', () => {
   ];
   for (const [name, args, message] of cases) {
     it(`${name}: exit 1, a clear message, no request`, async () => {
-      const result = await runCli([
+      const result = await runInProcess([
         'lease',
         'extend',
         ...args,

@@ -1,16 +1,16 @@
 /**
- * Edges a new user meets first, through the built binary: `help <group> <verb>`, a config file
- * whose current context was deleted, and a config file that cannot be read. Where a command
+ * Edges a new user meets first, run in-process: `help <group> <verb>`, examples in every --help,
+ * `version`, a config file whose current context was deleted, and a config file that cannot be
+ * read (bash completing `help`: test/process/completion.test.ts). Where a command
  * must stop before sending anything, it is pointed at a simulator that must stay silent.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { BIN, cleanEnv, runCli, type CliResult } from '../support/cli.js';
+import { type InProcessResult, runInProcess } from '../support/in-process.js';
 
 /** Never given a request that should reach it: its log is the evidence that nothing was sent. */
 let silent: Simulator;
@@ -26,9 +26,9 @@ after(async () => {
   await live.close();
 });
 
-/** The built binary; a minute before a run counts as hung, as a loaded machine can be slow to start node. */
-const cli = (args: string[], env: Record<string, string> = {}): Promise<CliResult> =>
-  runCli(args, { env, timeoutMs: 60_000 });
+/** queenctl in-process; a minute before a run counts as hung. */
+const cli = (args: string[], env: Record<string, string> = {}): Promise<InProcessResult> =>
+  runInProcess(args, { env, timeoutMs: 60_000 });
 
 const scratchHome = (): string => mkdtempSync(join(tmpdir(), 'queenctl-home-'));
 
@@ -101,35 +101,24 @@ describe('queenctl help <group> <verb>', { concurrency: true }, () => {
     assert.match(verb.stderr, /unknown command "extnd" for "queenctl lease"\n {2}.*: extend, inspect, list, watch\n/);
   });
 
-  it('bash completes `help` with the same command names as the commands themselves', () => {
-    const home = scratchHome();
-    const bin = mkdtempSync(join(tmpdir(), 'queenctl-bin-'));
-    writeFileSync(
-      join(bin, 'queenctl'),
-      `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"\n`,
+  it("every command's --help carries examples", async () => {
+    const paths: string[][] = [[]];
+    for (let i = 0; i < paths.length; i++) {
+      const path = paths[i]!;
+      const { code, stdout } = await cli([...path, '--help']);
+      assert.equal(code, 0);
+      assert.match(stdout, /\nExamples:\n( {2}.*queenctl .*\n)+/, `queenctl ${path.join(' ')} --help has no examples`);
+      for (const name of commandsOf(stdout)) paths.push([...path, name]);
+    }
+    assert.ok(paths.length > 10, `the tree was walked: ${paths.map((path) => path.join(' ')).join(', ')}`);
+  });
+
+  it("version prints queenctl's version and Node's", async () => {
+    const result = await cli(['version']);
+    assert.match(
+      result.stdout,
+      new RegExp(`^queenctl \\d+\\.\\d+\\.\\d+ \\(node ${process.version.replaceAll('.', '\\.')}\\)\\n$`),
     );
-    chmodSync(join(bin, 'queenctl'), 0o755);
-    const env = cleanEnv({ HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` });
-    const script = join(bin, 'queenctl.bash');
-    writeFileSync(script, execFileSync('queenctl', ['completion', 'bash'], { env, encoding: 'utf8' }));
-    const complete = (words: string[]): string[] =>
-      execFileSync(
-        'bash',
-        [
-          '-c',
-          `source ${JSON.stringify(script)}
-COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}
-_queenctl; printf '%s\\n' "\${COMPREPLY[@]}"`,
-        ],
-        { env, encoding: 'utf8' },
-      )
-        .split('\n')
-        .filter(Boolean)
-        .sort();
-    assert.deepEqual(complete(['queenctl', 'help', '']), ['completion', 'config', 'lease', 'version']);
-    assert.deepEqual(complete(['queenctl', 'help', 'lease', '']), ['extend', 'inspect', 'list', 'watch']);
-    assert.deepEqual(complete(['queenctl', 'help', 'config', 'use']), ['use-context']);
-    assert.deepEqual(complete(['queenctl', 'help', 'lease', 'extend', '']), []);
   });
 });
 

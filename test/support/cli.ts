@@ -8,6 +8,11 @@
  * - `startCli(args)` / `startProcess(command, args)`: a handle on a running process: wait for
  *   what it prints, write to its standard input, send it a signal, await its exit.
  * - `runShell(script)`: `bash -c script`, for pipelines.
+ *
+ * With QUEENCTL_EXE=<path> in the environment, startCli/runCli run that executable (the
+ * standalone build) instead of `node bin/queenctl.cjs`. A test that needs node itself (its flags,
+ * another entry than the bin) says so with `{ skip: needsNode(why) }`, and starting one under
+ * QUEENCTL_EXE fails loudly instead of testing node in the executable's place.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -17,6 +22,22 @@ import { fileURLToPath } from 'node:url';
 
 /** The published bin, as `npm install -g` would run it. */
 export const BIN = fileURLToPath(new URL('../../../bin/queenctl.cjs', import.meta.url));
+
+/** The executable under test instead of node and the bin (a standalone build), if set. */
+export const EXE = process.env.QUEENCTL_EXE || undefined;
+
+/**
+ * For `it(name, { skip: needsNode('why') }, ...)`: false normally; under QUEENCTL_EXE, the reason
+ * the test cannot run against a standalone executable.
+ */
+export function needsNode(why: string): string | false {
+  return EXE ? `needs node itself (${why}); QUEENCTL_EXE runs ${EXE}` : false;
+}
+
+/** queenctl as a shell command line (for pipelines and wrapper scripts): quoted, then arguments. */
+export function cliCommandLine(): string {
+  return EXE ? JSON.stringify(EXE) : `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)}`;
+}
 
 /** A HOME with no ~/.queen, so the machine's own config never leaks into a test. */
 const EMPTY_HOME = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
@@ -206,10 +227,17 @@ export function runProcess(command: string, args: string[], options: ProcessOpti
   return startProcess(command, args, options).exited;
 }
 
-/** queenctl (the published bin unless `entry` says otherwise), running. */
+/**
+ * queenctl (the published bin unless `entry` says otherwise; QUEENCTL_EXE when set), running.
+ */
 export function startCli(args: string[], options: CliOptions = {}): RunningProcess {
-  const { entry = BIN, nodeArgs = [], ...rest } = options;
-  return startProcess(process.execPath, [...nodeArgs, entry, ...args], rest);
+  const { entry, nodeArgs, ...rest } = options;
+  if (EXE) {
+    if (entry !== undefined || nodeArgs !== undefined)
+      throw new Error(`this test runs node with ${entry ?? nodeArgs?.join(' ')}: mark it { skip: needsNode(...) }`);
+    return startProcess(EXE, args, rest);
+  }
+  return startProcess(process.execPath, [...(nodeArgs ?? []), entry ?? BIN, ...args], rest);
 }
 
 /** queenctl run to completion. */

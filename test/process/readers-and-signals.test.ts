@@ -1,6 +1,7 @@
 /**
  * queenctl as a process among others: a reader that goes away (`| head -1`), a stderr nobody
- * reads, and SIGINT/SIGTERM in the middle of a bulk run or while standard input is still open.
+ * reads, and SIGINT/SIGTERM/SIGHUP in the middle of a bulk run or while standard input is still
+ * open.
  */
 import assert from 'node:assert/strict';
 import { setMaxListeners } from 'node:events';
@@ -10,8 +11,8 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { runShell } from '../support/cli.js';
-import { assertNoStackTrace, describeResult, ENTRY, records, startQueenctl } from './harness.js';
+import { cliCommandLine, runShell, startCli } from '../support/cli.js';
+import { assertNoStackTrace, describeResult, records } from '../reliability/harness.js';
 
 const BULK = 3_000;
 /** queenctl's default --concurrency. */
@@ -54,8 +55,7 @@ describe('a reader that goes away', () => {
       // Slow enough that all 3000 would take seconds: the run must end long before.
       sim.inject({ kind: 'latency', ms: 20 });
       const command =
-        `node ${JSON.stringify(ENTRY)} lease ${verb} - -o ${format} --server ${sim.url} ` +
-        `< ${JSON.stringify(idsFile)}`;
+        `${cliCommandLine()} lease ${verb} - -o ${format} --server ${sim.url} ` + `< ${JSON.stringify(idsFile)}`;
       const result = await runShell(`${command} | head -1; echo "queenctl exit: \${PIPESTATUS[0]}" >&2`);
       assert.equal(result.code, 0, describeResult(result));
       const line = result.stdout.replace(/\n$/, '');
@@ -71,7 +71,7 @@ describe('a reader that goes away', () => {
 
 describe('a stderr nobody reads', () => {
   it('does not change the exit code: a lost lease still exits 4, not 1', async () => {
-    const run = startQueenctl(['lease', 'extend', 'gone-1', 'gone-2', '--server', sim.url, '-o', 'json']);
+    const run = startCli(['lease', 'extend', 'gone-1', 'gone-2', '--server', sim.url, '-o', 'json']);
     run.process.stderr.destroy();
     const { code, stdout } = await run.exited;
     assert.equal(code, 4);
@@ -83,7 +83,7 @@ describe('a stderr nobody reads', () => {
 
   it('does not change the exit code of a broker error either: 2', async () => {
     sim.inject({ kind: 'status', status: 500, body: '{"error":"renew failed: x"}' });
-    const run = startQueenctl(['lease', 'inspect', 'x', '--server', sim.url]);
+    const run = startCli(['lease', 'inspect', 'x', '--server', sim.url]);
     run.process.stderr.destroy();
     assert.equal((await run.exited).code, 2);
   });
@@ -104,7 +104,7 @@ describe('a signal in the middle of a bulk run', () => {
   for (const { verb, signal, code } of cases) {
     it(`lease ${verb} over ${BULK} ids, ${signal}: stops issuing, reports what was done, exits ${code}`, async () => {
       sim.inject({ kind: 'latency', ms: 100 });
-      const run = startQueenctl(['lease', verb, '-', '-o', 'ndjson', '--server', sim.url], {
+      const run = startCli(['lease', verb, '-', '-o', 'ndjson', '--server', sim.url], {
         stdin: `${ids.join('\n')}\n`,
       });
       await until(() => sim.log.length >= 3 * CONCURRENCY, 'requests in flight');
@@ -158,7 +158,7 @@ describe('a signal in the middle of a bulk run', () => {
 
 describe('a signal while standard input is still open', () => {
   it('streams each answer as it comes, then SIGINT ends the run without waiting for more input: exit 130', async () => {
-    const run = startQueenctl(['lease', 'extend', '-', '-o', 'ndjson', '--server', sim.url], { stdin: null });
+    const run = startCli(['lease', 'extend', '-', '-o', 'ndjson', '--server', sim.url], { stdin: null });
     // A producer that wrote three ids and is still working on the rest.
     run.write(`${ids.slice(0, 3).join('\n')}\n`);
     await run.waitForStdout(/^(.*\n){3}/);
@@ -179,5 +179,32 @@ describe('a signal while standard input is still open', () => {
       ),
     );
     assertNoStackTrace(stderr);
+  });
+});
+
+describe('a hangup in the middle of a bulk run', () => {
+  it('SIGHUP mid-run is taken as SIGINT: stops issuing, reports what was done, exits 129', async () => {
+    // 1,000 ids at 4 in flight and 200 ms an answer: 50 s of work, so the signal finds it running.
+    const ids = Array.from({ length: 1_000 }, () => sim.mint());
+    sim.inject({ kind: 'latency', ms: 200 });
+    const run = startCli(['lease', 'extend', '-', '--concurrency', '4', '-o', 'ndjson', '--server', sim.url], {
+      stdin: `${ids.join('\n')}\n`,
+    });
+    await run.waitForStdout(/^(.*\n){3}/);
+    run.kill('SIGHUP');
+    const result = await run.exited;
+    assert.equal(result.signal, null, 'ended by itself, not killed by the signal');
+    assert.equal(result.code, 129, result.stderr);
+    const records = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { leaseId: string });
+    assert.ok(records.length < ids.length, 'stopped issuing');
+    assert.deepEqual(
+      records.map((record) => record.leaseId),
+      ids.slice(0, records.length),
+    );
+    const done = /^queenctl: interrupted after \d+ lease ids: \d+ renewed, 0 not renewed, \d+ unknown; the remaining/m;
+    assert.match(result.stderr, done);
   });
 });

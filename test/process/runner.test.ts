@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { runProcess, startProcess } from './cli.js';
+import { runProcess, startProcess } from '../support/cli.js';
 
 const node = (script: string): [string, string[]] => [process.execPath, ['-e', script]];
 

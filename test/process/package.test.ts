@@ -24,8 +24,10 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { VERSION } from '../../src/version.js';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { cleanEnv } from '../support/cli.js';
+import { cleanEnv, needsNode } from '../support/cli.js';
 
+/** The npm package is node's bin: a standalone executable (QUEENCTL_EXE) is not in it. */
+const npmPackage = needsNode('the npm package, its bin and its code cache');
 // Asynchronous on purpose: the simulator runs in this process and must keep answering.
 const execFile = promisify(execFileCallback);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -48,7 +50,7 @@ it('src/version.ts matches package.json', () => {
   assert.equal(VERSION, JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
 });
 
-it('npm pack + npm install -g gives a working queenctl on PATH', { timeout: 120_000 }, async () => {
+it('npm pack + npm install -g gives a working queenctl on PATH', { skip: npmPackage, timeout: 120_000 }, async () => {
   // The build already ran (npm test builds first); --ignore-scripts packs what it made.
   const packed = await execFile('npm', ['pack', '--pack-destination', scratch, '--silent', '--ignore-scripts'], {
     cwd: ROOT,
@@ -87,7 +89,9 @@ function buildOf(packageDir: string): { id: string; node: string } {
 const cacheDir = (cacheHome: string): string => join(cacheHome, 'queenctl', 'code');
 const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-it('on the Node that built it, the installed copy starts from the shipped code cache and writes none', async (t) => {
+it('on the Node that built it, the installed copy starts from the shipped code cache and writes none', {
+  skip: npmPackage,
+}, async (t) => {
   assert.ok(installed, 'the package was installed by the test above');
   const builder = buildOf(installed).node;
   if (builder !== process.version) return t.skip(`the package was built by node ${builder}`);
@@ -100,7 +104,9 @@ it('on the Node that built it, the installed copy starts from the shipped code c
   assert.equal(existsSync(cacheDir(cacheHome)), false);
 });
 
-it('on another Node, the first run makes a code cache for that Node and the second run uses it', async (t) => {
+it('on another Node, the first run makes a code cache for that Node and the second run uses it', {
+  skip: npmPackage,
+}, async (t) => {
   assert.ok(installed, 'the package was installed by the test above');
   const build = buildOf(installed);
   if (build.node === process.version) return t.skip('this is the Node that built the package (CI runs 22 and 24)');
@@ -122,7 +128,9 @@ it('on another Node, the first run makes a code cache for that Node and the seco
  * Any Node: a copy of the installed package without its shipped cache takes the path another
  * Node version takes, so the cache directory's rules are checked on every version CI runs.
  */
-it('without a cache that fits, a run makes one; a lease run replaces one made by a lesser run', async () => {
+it('without a cache that fits, a run makes one; a lease run replaces one made by a lesser run', {
+  skip: npmPackage,
+}, async () => {
   assert.ok(installed, 'the package was installed by the test above');
   const copy = join(scratch, 'no-shipped-cache');
   cpSync(installed, copy, { recursive: true });
@@ -155,7 +163,7 @@ it('without a cache that fits, a run makes one; a lease run replaces one made by
   assert.match((await queenctl(copy, ['version'], extra)).stderr, /code cache accepted \(made on this machine/);
 });
 
-it('caches of other builds and Node versions go once a week old; a fresh one stays', async () => {
+it('caches of other builds and Node versions go once a week old; a fresh one stays', { skip: npmPackage }, async () => {
   assert.ok(installed, 'the package was installed by the test above');
   const copy = join(scratch, 'stale');
   cpSync(installed, copy, { recursive: true });
@@ -175,7 +183,9 @@ it('caches of other builds and Node versions go once a week old; a fresh one sta
   assert.deepEqual(readdirSync(dir).sort(), kept.sort());
 });
 
-it('a cache directory that cannot be written, or no HOME, changes nothing but the report', async () => {
+it('a cache directory that cannot be written, or no HOME, changes nothing but the report', {
+  skip: npmPackage,
+}, async () => {
   assert.ok(installed, 'the package was installed by the test above');
   const copy = join(scratch, 'unwritable');
   cpSync(installed, copy, { recursive: true });
