@@ -12,9 +12,10 @@
 // once into node_modules/.cache/queenctl-exe/. QUEENCTL_EXE_NODE=<path> uses a binary already
 // there instead (CI's Node 24), only when it is that exact version.
 import { build } from 'esbuild';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import {
+  appendFileSync,
   chmodSync,
   copyFileSync,
   existsSync,
@@ -26,6 +27,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
+import { createServer } from 'node:http';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { lazyCommanderChildProcess, lazyHttp2 } from './esbuild-plugins.mjs';
@@ -33,6 +35,8 @@ import { lazyCommanderChildProcess, lazyHttp2 } from './esbuild-plugins.mjs';
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const nodeVersion = pkg.config.standaloneNode;
+/** Kept in step with src/standalone-chunks.ts. */
+const CODE_CACHE_MARK = 'QCTLCC01';
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 /** Where node:sea works and the npm registry has a release package (node-<os>-<arch>). */
 const PLATFORMS = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64'];
@@ -111,6 +115,7 @@ say(`Node.js ${nodeVersion}: ${relative(root, node) || node}`);
 // The dependencies that only some paths use are chunks of their own (src/standalone-chunks.ts):
 // the snapshot holds the CLI without them, and a path that needs one loads it.
 const bundle = join(work, 'queenctl-sea.cjs');
+const codeCacheToken = randomBytes(16).toString('hex');
 const common = {
   bundle: true,
   platform: 'node',
@@ -134,7 +139,10 @@ collect(
     entryPoints: [join(root, 'src', 'standalone.ts')],
     outfile: bundle,
     plugins: [chunked, lazyCommanderChildProcess],
-    define: { QUEENCTL_BUILD_INFO: JSON.stringify({ commit: gitCommit(), date: buildDate(), standalone: true }) },
+    define: {
+      QUEENCTL_BUILD_INFO: JSON.stringify({ commit: gitCommit(), date: buildDate(), standalone: true }),
+      QUEENCTL_CODE_CACHE_TOKEN: JSON.stringify(codeCacheToken),
+    },
   }),
 );
 for (const [chunk, specifiers] of Object.entries(CHUNKS)) {
@@ -190,7 +198,8 @@ try {
   const postject = join(root, 'node_modules', 'postject', 'dist', 'cli.js');
   const macho = process.platform === 'darwin' ? ['--macho-segment-name', 'NODE_SEA'] : [];
   run(process.execPath, [postject, partial, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE, ...macho], 'injecting');
-  // Untested here (no macOS machine): docs/standalone.md, "Platforms".
+  // Signed again after the code caches are appended. Untested here (no macOS machine):
+  // docs/standalone.md, "Platforms".
   if (process.platform === 'darwin') run('codesign', ['--sign', '-', partial], 'signing');
   const check = spawnSync(partial, ['--version'], { env: {}, encoding: 'utf8' });
   if (check.status !== 0 || check.stdout !== `${pkg.version}\n`)
@@ -198,6 +207,8 @@ try {
       `the injected executable does not run as queenctl: \`--version\` exited ${check.status} ` +
         `printing ${JSON.stringify(check.stdout)} ${JSON.stringify(check.stderr.slice(0, 400))}`,
     );
+  await appendCodeCaches(partial);
+  if (process.platform === 'darwin') run('codesign', ['--sign', '-', partial], 'signing');
   renameSync(partial, exe);
 } catch (error) {
   rmSync(partial, { force: true });
@@ -273,6 +284,60 @@ function thirdPartyLicenses() {
     parts.push(`${pkgName} ${version}\n\n${text}`);
   }
   return `${parts.join(`\n${'-'.repeat(72)}\n\n`)}\n`;
+}
+
+/**
+ * The code caches of the chunks (src/standalone-chunks.ts), made by the executable itself: V8
+ * takes none made by another process than one started from this very snapshot. One run renews a
+ * lease against a broker here and reads a config file (undici and yaml, the common paths) and
+ * writes what it compiled; the caches, an index, its length and a mark go at the end of the file.
+ */
+async function appendCodeCaches(file) {
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      const at = new Date(Date.now() + 60_000).toISOString();
+      response.setHeader('content-type', 'application/json');
+      const leaseId = decodeURIComponent(/\/lease\/([^/]+)\/extend/.exec(request.url)?.[1] ?? '');
+      const answer = { leaseId, success: true, renewed: 1, newExpiresAt: at, expiresAt: at, lease_expires_at: at };
+      response.end(JSON.stringify(answer));
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const config = join(work, 'warm-up.yaml');
+  const url = `http://127.0.0.1:${server.address().port}`;
+  writeFileSync(config, `current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: ${url}\n`);
+  const recorded = join(work, 'code-caches.json');
+  try {
+    await new Promise((resolve, reject) => {
+      execFile(
+        file,
+        ['lease', 'extend', 'warm-up', '-o', 'json', '--retries', '0', '--timeout', '10s'],
+        { env: { QUEEN_CONFIG: config, QUEENCTL_EXE_RECORD_CODE_CACHE: `${codeCacheToken}:${recorded}` } },
+        (error, stdout, stderr) =>
+          error ? reject(new Error(`the code cache run failed: ${error.message}\n${stderr}`)) : resolve(stdout),
+      );
+    });
+  } finally {
+    server.close();
+  }
+  const caches = Object.entries(JSON.parse(readFileSync(recorded, 'utf8')));
+  if (caches.length === 0) throw new Error('the code cache run loaded no chunk');
+  let offset = statSync(file).size;
+  const index = {};
+  const parts = [];
+  for (const [chunk, base64] of caches) {
+    const data = Buffer.from(base64, 'base64');
+    index[chunk] = [offset, data.length];
+    offset += data.length;
+    parts.push(data);
+  }
+  const indexBytes = Buffer.from(JSON.stringify(index));
+  const tail = Buffer.alloc(12);
+  tail.writeUInt32LE(indexBytes.length, 0);
+  tail.write(CODE_CACHE_MARK, 4, 'latin1');
+  appendFileSync(file, Buffer.concat([...parts, indexBytes, tail]));
+  say(`code caches of ${caches.map(([chunk]) => chunk).join(', ')} appended`);
 }
 
 /** The pinned Node.js release binary: QUEENCTL_EXE_NODE when it is that version, else the cache. */

@@ -11,11 +11,18 @@
  */
 import { setFlagsFromString, startupSnapshot } from 'node:v8';
 import { main } from './cli.js';
+import { recordCodeCaches } from './standalone-chunks.js';
+
+/** A random word of each build (scripts/build-exe.mjs): its own code cache run, and only it. */
+declare const QUEENCTL_CODE_CACHE_TOKEN: string | undefined;
 
 function start(): void {
   // As bin/queenctl.cjs does for the npm package: V8 compiles undici's WebAssembly HTTP parser
   // with its baseline compiler only, so process exit does not wait for an optimising compile.
   setFlagsFromString('--liftoff-only');
+  const record = process.env.QUEENCTL_EXE_RECORD_CODE_CACHE;
+  const token = typeof QUEENCTL_CODE_CACHE_TOKEN === 'string' ? `${QUEENCTL_CODE_CACHE_TOKEN}:` : undefined;
+  if (token && record?.startsWith(token)) recordCodeCaches(record.slice(token.length));
   // Options for the Node.js on the host are not this Node's: it ignores them (the build's
   // execArgvExtension 'none'), and says so rather than act as if they applied.
   if (process.env.NODE_OPTIONS?.trim())
