@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
 import { SimulatorControl, startTcpFront } from '../tools/simulator/index.js';
+import { benchExe } from './bench-exe.js';
 
 const BIN = fileURLToPath(new URL('../../bin/queenctl.cjs', import.meta.url));
 const SIMULATOR = fileURLToPath(new URL('../tools/simulator/main.js', import.meta.url));
@@ -531,6 +532,12 @@ const sim = await startSimulator();
 try {
   const only = flags.only?.split(',');
   if (!only || only.includes('startup')) await benchStartup(sim.url, sim.control);
+  // The standalone executable (scripts/bench-exe.ts): built first, except by a quick run that
+  // finds one already built (npm run test:exe's smoke run). Left out of a quick run unless named.
+  if (only ? only.includes('exe') : !quick) {
+    const leaseId = await sim.control.mint({ seconds: 86_400 });
+    rows.push(...benchExe({ url: sim.url, leaseId, runs: quick ? 3 : 15, pinned, build: !quick }));
+  }
   if (!only || only.includes('bulk')) await benchBulk(sim.url, sim.control);
   if (!only || only.includes('watch')) await benchWatch(sim.url, sim.control);
   if (!only || only.includes('scale')) {

@@ -312,6 +312,20 @@ describe('its own', { skip }, () => {
   });
 });
 
+describe('the bench', { skip }, () => {
+  it('npm run bench -- --quick --only exe prints its rows beside the npm package', { timeout: 120_000 }, async () => {
+    const bench = join(ROOT, 'dist', 'scripts', 'bench.js');
+    const result = await runProcess(process.execPath, [bench, '--quick', '--only', 'exe'], { timeoutMs: 110_000 });
+    assert.equal(result.code, 0, result.stderr);
+    for (const row of [
+      /\| exe --version, median of 3, side by side \| [\d.]+ ms \| node -e 0: [\d.]+ ms \| [\d.]+x \| <= 1\.2x \|/,
+      /\| exe lease extend \| [\d.]+ ms \| node -e 0: [\d.]+ ms \| [\d.]+x \| <= 2\.0x \|/,
+      /\| exe lease extend vs the npm package \| [\d.]+ ms \| npm package: [\d.]+ ms \| [\d.]+x \| <= 1\.0x \|/,
+    ])
+      assert.match(result.stdout, row);
+  });
+});
+
 describe('the build', { skip }, () => {
   const build = (env: Record<string, string>) =>
     runProcess(process.execPath, [join(ROOT, 'scripts', 'build-exe.mjs')], { env, timeoutMs: 300_000 });
