@@ -10,7 +10,7 @@
  * by `main` on the paths that need it, as in the npm package.
  */
 import { setFlagsFromString, startupSnapshot } from 'node:v8';
-import { main } from './cli.js';
+import { type CliPorts, main, run } from './cli.js';
 import { recordCodeCaches } from './standalone-chunks.js';
 
 /** A random word of each build (scripts/build-exe.mjs): its own code cache run, and only it. */
@@ -33,5 +33,30 @@ function start(): void {
   void main(process.argv.slice(2));
 }
 
-if (startupSnapshot.isBuildingSnapshot()) startupSnapshot.setDeserializeMainFunction(start);
-else start();
+/**
+ * At build time, before the snapshot is taken: the runs every start makes most (the command tree
+ * built, flags parsed, help printed), on ports that touch nothing of the process, so that the
+ * code they compile is in the snapshot instead of being compiled again at each start.
+ */
+async function warmUp(): Promise<void> {
+  const sink = { write: () => true, isTTY: false };
+  const ports: CliPorts = {
+    env: {},
+    stdout: sink,
+    stderr: sink,
+    get stdin(): CliPorts['stdin'] {
+      throw new Error('the warm-up reads no standard input');
+    },
+    onSignal: () => {},
+    setExitCode: () => {},
+    exit: () => {},
+    nodeVersion: process.version,
+  };
+  for (const argv of [['--version'], ['--help'], ['lease', 'extend', '--help'], ['lease', 'extend', '--bogus']])
+    await run(argv, ports);
+}
+
+if (startupSnapshot.isBuildingSnapshot()) {
+  void warmUp();
+  startupSnapshot.setDeserializeMainFunction(start);
+} else start();
