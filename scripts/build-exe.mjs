@@ -30,7 +30,7 @@ import {
 import { createServer } from 'node:http';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { lazyCommanderChildProcess, lazyHttp2 } from './esbuild-plugins.mjs';
+import { lazyCommanderChildProcess, undiciWithoutNodeHttp } from './esbuild-plugins.mjs';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -116,6 +116,8 @@ say(`Node.js ${nodeVersion}: ${relative(root, node) || node}`);
 // the snapshot holds the CLI without them, and a path that needs one loads it.
 const bundle = join(work, 'queenctl-sea.cjs');
 const codeCacheToken = randomBytes(16).toString('hex');
+// What node:http says of the embedded Node.js with no options, as the executable runs it.
+const maxHeaderSize = execFileSync(node, ['-p', "require('node:http').maxHeaderSize"], { encoding: 'utf8', env: {} });
 const common = {
   bundle: true,
   platform: 'node',
@@ -157,7 +159,7 @@ for (const [chunk, specifiers] of Object.entries(CHUNKS)) {
     ...common,
     stdin: { contents: `module.exports = { ${entries.join(', ')} };`, resolveDir: root, loader: 'js' },
     outfile: join(work, `${chunk}.js`),
-    plugins: [lazyHttp2],
+    plugins: [undiciWithoutNodeHttp(maxHeaderSize)],
   });
   collect(made);
 }

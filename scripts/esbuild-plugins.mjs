@@ -40,3 +40,60 @@ export const lazyCommanderChildProcess = {
     });
   },
 };
+
+/**
+ * undici requires node:http at load time (~5 ms of Node's own modules to compile, with no code
+ * cache in the standalone executable: docs/standalone.md) for two things: Node's maximum header
+ * size, read when a connection is made, and a class to compare with when a body is destroyed.
+ * Here the first is `maxHeaderSize` (what node:http says for the Node.js being built for, which
+ * the standalone executable runs without options) and the second is required when used.
+ */
+export function undiciWithoutNodeHttp(maxHeaderSize) {
+  const edits = [
+    {
+      file: /undici[\\/]lib[\\/]dispatcher[\\/]client\.js$/,
+      replace: [
+        ["const http = require('node:http')\n", ''],
+        [
+          [
+            'const getDefaultNodeMaxHeaderSize = http &&',
+            '  http.maxHeaderSize &&',
+            '  Number.isInteger(http.maxHeaderSize) &&',
+            '  http.maxHeaderSize > 0',
+            '  ? () => http.maxHeaderSize\n',
+          ].join('\n'),
+          `const getDefaultNodeMaxHeaderSize = ${Number(maxHeaderSize)} > 0\n  ? () => ${Number(maxHeaderSize)}\n`,
+        ],
+        [
+          "const connectH2 = require('./client-h2.js')",
+          "const connectH2 = (...args) => require('./client-h2.js')(...args)",
+        ],
+      ],
+    },
+    {
+      file: /undici[\\/]lib[\\/]core[\\/]util\.js$/,
+      replace: [
+        ["const { IncomingMessage } = require('node:http')\n", ''],
+        ['constructor === IncomingMessage)', "constructor === require('node:http').IncomingMessage)"],
+      ],
+    },
+  ];
+  return {
+    name: 'undici-without-node-http',
+    setup(builder) {
+      for (const { file, replace } of edits) {
+        builder.onLoad({ filter: file }, async (args) => {
+          let source = await readFile(args.path, 'utf8');
+          for (const [from, to] of replace) {
+            if (!source.includes(from))
+              throw new Error(
+                `undici changed: ${JSON.stringify(from)} not found in ${args.path}; update scripts/esbuild-plugins.mjs`,
+              );
+            source = source.replace(from, to);
+          }
+          return { contents: source, loader: 'js' };
+        });
+      }
+    },
+  };
+}
