@@ -46,11 +46,10 @@ const PLATFORMS = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64'];
  * module specifiers src/ imports it by. A new import of one of them must be listed here.
  */
 const CHUNKS = {
-  undici: [
-    { id: 'undici/lib/dispatcher/agent.js' },
-    { id: 'undici/lib/api/api-request.js' },
-    { id: 'undici', lazy: true },
-  ],
+  // What every request uses, apart from undici's whole index, which only a proxy needs (as in
+  // the npm package, where that index is loaded from node_modules).
+  undici: [{ id: 'undici/lib/dispatcher/agent.js' }, { id: 'undici/lib/api/api-request.js' }],
+  'undici-proxy': [{ id: 'undici' }],
   yaml: [{ id: 'yaml' }],
   chalk: [{ id: 'chalk' }],
   ora: [{ id: 'ora' }],
@@ -127,6 +126,9 @@ const common = {
   // snapshot, and only builtin modules can be required in a single executable application.
   supported: { 'dynamic-import': false },
   legalComments: 'none',
+  // Non-ASCII characters of strings and names escaped: src/standalone-chunks.ts reads a chunk as
+  // Latin-1, the fastest decoding, which only comments can then differ by.
+  charset: 'ascii',
   logLevel: 'warning',
   metafile: true,
 };
