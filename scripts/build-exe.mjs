@@ -22,6 +22,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
@@ -406,9 +407,17 @@ function run(command, args, what, options = {}) {
   return ran.stdout;
 }
 
+/** As scripts/bundle.mjs: the short commit, only from a git checkout of queenctl itself. */
 function gitCommit() {
   try {
-    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8', stdio: 'pipe' }).trim();
+    const [top, hash] = execFileSync('git', ['rev-parse', '--show-toplevel', '--short', 'HEAD'], {
+      cwd: root,
+      stdio: 'pipe',
+      encoding: 'utf8',
+    })
+      .trim()
+      .split('\n');
+    return top && realpathSync(top) === realpathSync(root) ? hash || null : null;
   } catch {
     return null;
   }

@@ -4,6 +4,7 @@
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { realpathSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +21,30 @@ const undiciIndexExternal = {
   },
 };
 
+/**
+ * What `queenctl version` says of this build (src/build-info.ts): the commit when this is a git
+ * checkout of queenctl itself (null from a tarball, even one unpacked inside another repository),
+ * the time of the build, and that this is the npm package.
+ */
+function buildInfo() {
+  const dir = fileURLToPath(root);
+  let commit = null;
+  try {
+    const [top, hash] = execFileSync('git', ['rev-parse', '--show-toplevel', '--short', 'HEAD'], {
+      cwd: dir,
+      stdio: 'pipe',
+    })
+      .toString()
+      .trim()
+      .split('\n');
+    if (top && realpathSync(top) === realpathSync(dir)) commit = hash || null;
+  } catch {
+    // Not a git checkout, or no git: the build does not know its commit.
+  }
+  const date = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return { commit, date, standalone: false };
+}
+
 const { outputFiles } = await build({
   entryPoints: [fileURLToPath(new URL('src/cli.ts', root))],
   outfile,
@@ -34,6 +59,7 @@ const { outputFiles } = await build({
   // import() becomes a require() inside a promise: code run from a V8 code cache by vm.Script
   // has no module loader for import() on Node 20 (bin/queenctl.cjs).
   supported: { 'dynamic-import': false },
+  define: { QUEENCTL_BUILD_INFO: JSON.stringify(buildInfo()) },
   plugins: [lazyHttp2, lazyCommanderChildProcess, undiciIndexExternal],
   legalComments: 'none',
   logLevel: 'warning',

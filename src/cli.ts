@@ -10,10 +10,13 @@ import type { Clock } from './clock.js';
 import { completeCommand, completionCommand } from './commands/completion.js';
 import { configCommand } from './commands/config/index.js';
 import { leaseCommand } from './commands/lease/index.js';
+import { pingCommand } from './commands/ping.js';
+import { versionCommand } from './commands/version.js';
 import { globalContext, addGlobalOptions, type ProcessPorts } from './commands/globals.js';
 import { ExitCode, QueenctlError, UsageError, signalExitCode } from './exit.js';
 import type { OutputStream } from './io.js';
 import { errorMessage } from './output/words.js';
+import { BUILD_INFO } from './build-info.js';
 import { VERSION } from './version.js';
 
 /** An output stream as the process has it: a terminal knows its width, a pipe may close. */
@@ -147,6 +150,7 @@ export async function run(argv: string[], ports: CliPorts): Promise<number> {
   const globals = globalContext(processPorts, VERSION);
   program.addCommand(leaseCommand(globals));
   program.addCommand(configCommand(globals));
+  program.addCommand(pingCommand(globals));
   program.addCommand(completionCommand(globals));
   program.addCommand(completeCommand(globals), { hidden: true });
   program.addHelpText(
@@ -158,13 +162,7 @@ Examples:
   queenctl config get-contexts
   source <(queenctl completion bash)`,
   );
-  program
-    .command('version')
-    .description('print the version of queenctl and of Node.js')
-    .addHelpText('after', '\nExamples:\n  queenctl version\n  queenctl --version')
-    .action(() => {
-      ports.stdout.write(`queenctl ${VERSION} (node ${ports.nodeVersion})\n`);
-    });
+  program.addCommand(versionCommand(globals, { version: VERSION, info: BUILD_INFO, node: ports.nodeVersion }));
   // Commander's own `help` looks one word deep: `help lease extend` would show the group's help.
   program
     .command('help')

@@ -19,6 +19,7 @@ import {
   type PartitionHolder,
 } from './consumer-groups.js';
 import { excerpt, parseRenewal, type RawAnswer, type Renewal } from './contract.js';
+import { HEALTH_PATH, parseHealth, type Health } from './health.js';
 import { TransportFailure, type Transport } from './transport.js';
 
 export interface BrokerClientOptions {
@@ -167,6 +168,12 @@ export class BrokerClient {
       },
       options,
     );
+  }
+
+  /** GET /health (health.ts): 200 healthy and 503 unhealthy are both a Health. */
+  async health(options: RequestOptions = {}): Promise<Health> {
+    const call = { method: 'GET', path: HEALTH_PATH, doing: 'answer GET /health', answer: 'a health report' } as const;
+    return this.request({ ...call, judge: parseHealth }, options);
   }
 
   async close(): Promise<void> {

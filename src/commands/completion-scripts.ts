@@ -10,8 +10,20 @@ import type { Shell } from './completion.js';
 // The tree, as the scripts need it
 // ---------------------------------------------------------------------------------------------
 
-/** What may follow a flag or stand as an argument: nothing to offer, files, contexts, words. */
-type ValueKind = 'any' | 'file' | 'context' | `words:${string}`;
+/**
+ * What may follow a flag or stand as an argument: nothing to offer, files, contexts, the lease
+ * ids held now, words.
+ */
+type ValueKind = 'any' | 'file' | 'context' | 'lease' | `words:${string}`;
+
+/** The verbs whose operands are lease ids held now. */
+const LEASE_ID_VERBS = ['lease extend', 'lease inspect', 'lease watch'];
+
+/**
+ * The flags that say which broker and token to use: passed on to `__complete leases`, so ids
+ * come from the broker the command line names. Values may follow after a space or an `=`.
+ */
+const CONNECTION_FLAGS = ['--context', '--server', '--config', '--token-file', '--cacert'];
 
 interface FlagSpec {
   /** `-o`, `--output`: every spelling. */
@@ -60,6 +72,7 @@ function argumentKind(path: string, command: Command): ValueKind | null {
   if (first.argChoices) return `words:${first.argChoices.join(' ')}`;
   // The config verbs name their context `<name>`.
   if (path.startsWith('config ') && first.name() === 'name') return 'context';
+  if (LEASE_ID_VERBS.includes(path)) return 'lease';
   return null;
 }
 
@@ -209,8 +222,25 @@ ${fn}_offer() {
   case "$1" in
     file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$2")) ;;
     context) COMPREPLY=($(compgen -W "$("$3" __complete contexts 2>/dev/null)" -- "$2")) ;;
+    lease) ${fn}_connection; COMPREPLY=($(compgen -W "$("$3" __complete leases "\${REPLY[@]}" 2>/dev/null)" -- "$2")) ;;
     words:*) COMPREPLY=($(compgen -W "\${1#words:}" -- "$2")) ;;
   esac
+}
+
+# The flags of the command line that name a broker or a token, from COMP_LINE: COMP_WORDS splits
+# a URL at its colons.
+${fn}_connection() {
+  local -a line
+  local i
+  read -ra line <<< "$COMP_LINE"
+  REPLY=()
+  for ((i = 1; i < \${#line[@]}; i++)); do
+    case \${line[i]} in
+      --) break ;;
+      ${CONNECTION_FLAGS.join('|')}) REPLY+=("\${line[i]}" "\${line[i+1]}"); ((i++)) ;;
+      ${CONNECTION_FLAGS.map((flag) => `${flag}=*`).join('|')}|--insecure) REPLY+=("\${line[i]}") ;;
+    esac
+  done
 }
 
 ${fn}() {
@@ -292,6 +322,7 @@ ${fn}_offer() {
   case "$1" in
     file) _files ;;
     context) names=(\${(f)"$(\${words[1]} __complete contexts 2>/dev/null)"}); compadd -a names ;;
+    lease) names=(\${(f)"$(\${words[1]} __complete leases "\${connection[@]}" 2>/dev/null)"}); compadd -a names ;;
     words:*) names=(\${=\${1#words:}}); compadd -a names ;;
     *) _message 'value' ;;
   esac
@@ -299,9 +330,14 @@ ${fn}_offer() {
 
 ${fn}() {
   local cmdpath= word option REPLY i
-  local -a reply
+  local -a reply connection
   for ((i = 2; i < CURRENT; i++)); do
     word=\${words[i]}
+    # The flags naming a broker or a token go on to \`__complete leases\`.
+    case $word in
+      ${CONNECTION_FLAGS.join('|')}) connection+=($word \${(Q)words[i+1]}) ;;
+      ${CONNECTION_FLAGS.map((flag) => `${flag}=*`).join('|')}|--insecure) connection+=(\${(Q)word}) ;;
+    esac
     if [[ $word == -- ]]; then
       # The rest is watch's command: complete it as zsh completes any command line.
       shift $i words
@@ -399,9 +435,11 @@ function fishScript(name: string, root: CommandSpec): string {
           ? '-F'
           : kind === 'context'
             ? `-a ${fq(`(${fn}_contexts)`)}`
-            : kind === 'any'
-              ? ''
-              : `-a ${fq(kind.slice('words:'.length))}`;
+            : kind === 'lease'
+              ? `-a ${fq(`(${fn}_leases)`)}`
+              : kind === 'any'
+                ? ''
+                : `-a ${fq(kind.slice('words:'.length))}`;
       if (offer) lines.push(complete(at, offer));
     }
   }
@@ -454,6 +492,30 @@ end
 function ${fn}_contexts
     set -l words (commandline -opc)
     $words[1] __complete contexts 2>/dev/null
+end
+
+# The lease ids held now, from the broker and token the command line names.
+function ${fn}_leases
+    set -l words (commandline -opc)
+    set -l connection
+    set -l take 0
+    for word in $words[2..-1]
+        if test $take = 1
+            set -a connection $word
+            set take 0
+            continue
+        end
+        switch $word
+            case --
+                break
+            case ${CONNECTION_FLAGS.join(' ')}
+                set -a connection $word
+                set take 1
+            case ${CONNECTION_FLAGS.map((flag) => `'${flag}=*'`).join(' ')} --insecure
+                set -a connection $word
+        end
+    end
+    $words[1] __complete leases $connection 2>/dev/null
 end
 
 complete -c ${name} -f

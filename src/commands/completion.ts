@@ -6,9 +6,11 @@
  */
 import { Argument, Command } from 'commander';
 import { configPathFor, readConfigFile } from '../config/file.js';
+import { heldLeases } from '../broker/consumer-groups.js';
 import { ExitCode } from '../exit.js';
 import { write } from '../io.js';
 import type { GlobalContext } from './globals.js';
+import { readHolders, type ListRuntime } from './lease/list.js';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 export type Shell = (typeof SHELLS)[number];
@@ -22,7 +24,9 @@ export function completionCommand(globals: GlobalContext): Command {
       `
 The script is generated from queenctl's own commands and flags, so it always matches this
 version; regenerate it after an upgrade. Context names (--context, use-context, ...) are read
-from the config file while you type.
+from the config file while you type; lease ids (lease extend, inspect and watch) are the ones held
+now, found as lease list finds them through the context's server and token (and the --context,
+--server, --config and --token-file typed on the line), within a second, or none.
 
 Examples:
   source <(queenctl completion bash)                          # this bash session
@@ -41,12 +45,23 @@ Examples:
     });
 }
 
-/** `queenctl __complete contexts`: what the scripts call for context names; never fails loudly. */
+/**
+ * `queenctl __complete contexts|leases`: what the scripts call for context names and for the
+ * lease ids held now; never fails loudly (the scripts also send stderr away).
+ */
 export function completeCommand(globals: GlobalContext): Command {
   return new Command('__complete')
     .description('names for shell completion (used by the completion scripts)')
-    .addArgument(new Argument('<what>').choices(['contexts']))
-    .action(async (_what: string, _options: unknown, command: Command) => {
+    .addArgument(new Argument('<what>').choices(['contexts', 'leases']))
+    .action(async (what: string, _options: unknown, command: Command) => {
+      if (what === 'leases') {
+        try {
+          await globals.run(command, (runtime) => completeLeaseIds(runtime, COMPLETION_BUDGET_MS));
+        } catch {
+          // No broker, a bad config, a refused token: nothing to offer, and nothing to say.
+        }
+        return;
+      }
       await globals.runLocal(command, async ({ io, env, flags }) => {
         try {
           const config = await readConfigFile(configPathFor(flags.config, env));
@@ -57,4 +72,42 @@ export function completeCommand(globals: GlobalContext): Command {
         return ExitCode.Ok;
       });
     });
+}
+
+/**
+ * What the listing may take, so that TAB answers within a second of the key press: the process
+ * starting, the config and the HTTP client loading take the rest.
+ */
+export const COMPLETION_BUDGET_MS = 500;
+
+/**
+ * The lease ids held now, one a line, found as `lease list` finds them, through the context's
+ * server and token; nothing at all when the broker does not answer within `budgetMs`.
+ */
+export async function completeLeaseIds(runtime: ListRuntime, budgetMs: number): Promise<ExitCode> {
+  const budget = new AbortController();
+  const stop = (): void => budget.abort(runtime.signal.reason);
+  runtime.signal.addEventListener('abort', stop, { once: true });
+  const timer = setTimeout(() => budget.abort(new Error('completion budget spent')), budgetMs);
+  try {
+    const options = { groups: [], queues: [], partitions: [], all: false };
+    const listing = readHolders(
+      { ...options, retry: { retries: 0, baseDelayMs: 0, maxDelayMs: 0 }, concurrency: 16 },
+      { ...runtime, signal: budget.signal },
+    );
+    // The budget ends the wait even for a request that does not hear the signal.
+    const spent = new Promise<never>((_, reject) => {
+      budget.signal.addEventListener('abort', () => reject(budget.signal.reason), { once: true });
+    });
+    listing.catch(() => {});
+    const holders = await Promise.race([listing, spent]);
+    const ids = new Set(heldLeases(holders, options).map((lease) => lease.leaseId));
+    if (!budget.signal.aborted && ids.size > 0) await write(runtime.io.stdout, `${[...ids].join('\n')}\n`);
+  } catch {
+    // Unreachable, too slow, refused: a completion offers nothing rather than an error.
+  } finally {
+    clearTimeout(timer);
+    runtime.signal.removeEventListener('abort', stop);
+  }
+  return ExitCode.Ok;
 }

@@ -59,7 +59,8 @@ export function addGlobalOptions(program: Command): Command {
     .addOption(
       new Option(
         '-o, --output <format>',
-        'table|wide|json|ndjson|yaml|name (default: table on a terminal, else json; name: lease ids alone)',
+        'table|wide|json|ndjson|yaml|name|jsonpath=<expr> (default: table on a terminal, else json; ' +
+          "name: lease ids alone; jsonpath: .key, or kubectl's '{.key}' template, applied to the json)",
       ),
     )
     .addOption(
@@ -94,6 +95,11 @@ export interface Settings {
   outputGiven: boolean;
   /** The token came from --token, which every user sees in ps for as long as queenctl runs. */
   tokenOnCommandLine: boolean;
+  /** A token is sent with every request (flag, env or context). */
+  tokenInForce: boolean;
+  /** The context in force, undefined without one, and the broker it resolved to (replicas comma-joined). */
+  contextName: string | undefined;
+  server: string;
 }
 
 /** What a verb may choose of its Runtime. */
@@ -191,7 +197,7 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       ports.catchHangup();
       const flags = command.optsWithGlobals<GlobalFlags>();
       const stdoutIsTTY = Boolean(ports.stdout.isTTY);
-      const resolved = resolveFormat(flags.output, stdoutIsTTY);
+      const resolved = await resolveFormat(flags.output, stdoutIsTTY);
       const connection = await resolveConnection(flags, ports.env);
       const secret =
         connection.token !== undefined && connection.token.length >= MIN_REDACTED_LENGTH ? connection.token : undefined;
@@ -243,6 +249,9 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
           timeoutMs: flags.timeout,
           outputGiven: flags.output !== undefined,
           tokenOnCommandLine: flags.token !== undefined,
+          tokenInForce: connection.token !== undefined,
+          contextName: connection.contextName,
+          server: connection.server,
         };
         const { env, argvAfterDashDash, relaySignals } = ports;
         const runtime: Runtime<BrokerClient> = {
@@ -263,7 +272,7 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
     async runLocal(command, verb) {
       const flags = command.optsWithGlobals<GlobalFlags>();
       const stdoutIsTTY = Boolean(ports.stdout.isTTY);
-      const resolved = resolveFormat(flags.output, stdoutIsTTY);
+      const resolved = await resolveFormat(flags.output, stdoutIsTTY);
       const io: IO = {
         stdout: ports.stdout,
         stderr: ports.stderr,

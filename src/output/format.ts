@@ -1,20 +1,44 @@
 /**
  * Which output a run gets, decided once: a table for people on a terminal, JSON for programs
- * (contract: "table on a terminal, else json").
+ * (contract: "table on a terminal, else json"), or what `-o jsonpath=<expr>` selects of the JSON.
  */
 import { UsageError } from '../exit.js';
+import type { JsonPathTemplate } from './jsonpath.js';
 
 export const OUTPUT_FORMATS = ['table', 'wide', 'json', 'ndjson', 'yaml', 'name'] as const;
-export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+export type NamedFormat = (typeof OUTPUT_FORMATS)[number];
 
-export function resolveFormat(flag: string | undefined, stdoutIsTTY: boolean): OutputFormat {
-  if (flag === undefined) return stdoutIsTTY ? 'table' : 'json';
-  if ((OUTPUT_FORMATS as readonly string[]).includes(flag)) return flag as OutputFormat;
-  throw new UsageError(`-o/--output takes ${OUTPUT_FORMATS.join(', ')}, not ${JSON.stringify(flag)}`);
+/** `-o jsonpath=<expr>`: the template applied to what `-o json` prints (output/jsonpath.ts). */
+export interface JsonPathFormat {
+  readonly kind: 'jsonpath';
+  readonly template: JsonPathTemplate;
 }
 
-export type MachineFormat = Extract<OutputFormat, 'json' | 'ndjson' | 'yaml'>;
+export type OutputFormat = NamedFormat | JsonPathFormat;
+
+/**
+ * The format `-o` asks for, else the default. A jsonpath expression is parsed here, before
+ * anything is sent: a malformed one is a usage error. Its library is loaded only then.
+ */
+export async function resolveFormat(flag: string | undefined, stdoutIsTTY: boolean): Promise<OutputFormat> {
+  if (flag === undefined) return stdoutIsTTY ? 'table' : 'json';
+  if ((OUTPUT_FORMATS as readonly string[]).includes(flag)) return flag as NamedFormat;
+  if (flag.startsWith('jsonpath=')) {
+    const { parseJsonPath } = await import('./jsonpath.js');
+    return { kind: 'jsonpath', template: await parseJsonPath(flag.slice('jsonpath='.length)) };
+  }
+  throw new UsageError(
+    `-o/--output takes ${OUTPUT_FORMATS.join(', ')} or jsonpath=<expr>, not ${JSON.stringify(flag)}`,
+    flag === 'jsonpath' ? "give the expression after an =: -o jsonpath='{.leaseId}'" : undefined,
+  );
+}
+
+export type MachineFormat = Extract<OutputFormat, 'json' | 'ndjson' | 'yaml'> | JsonPathFormat;
 
 export function isMachineFormat(format: OutputFormat | null): format is MachineFormat {
-  return format === 'json' || format === 'ndjson' || format === 'yaml';
+  return format === 'json' || format === 'ndjson' || format === 'yaml' || isJsonPath(format);
+}
+
+export function isJsonPath(format: OutputFormat | null): format is JsonPathFormat {
+  return typeof format === 'object' && format !== null && format.kind === 'jsonpath';
 }

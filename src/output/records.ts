@@ -1,7 +1,8 @@
 /**
  * Machine output, streamed: one record per lease as soon as it is known and in input order.
  * `json` prints one object for a single lease id given as an argument, else an array;
- * `ndjson` one object per line; `yaml` one mapping, or a sequence.
+ * `ndjson` one object per line; `yaml` one mapping, or a sequence. `jsonpath=` applies its
+ * template to what `json` would print: the one object at once, the array once it is complete.
  */
 import { write, type OutputStream } from '../io.js';
 import type { MachineFormat } from './format.js';
@@ -16,6 +17,15 @@ export async function recordSink<T extends object>(
   format: MachineFormat,
   single: boolean,
 ): Promise<RecordSink<T>> {
+  if (typeof format === 'object') {
+    const { template } = format;
+    if (single) return { add: (record) => write(stream, template.render(record)), end: async () => {} };
+    const records: T[] = [];
+    return {
+      add: async (record) => void records.push(record),
+      end: () => write(stream, template.render(records)),
+    };
+  }
   if (format === 'ndjson') {
     return { add: (record) => write(stream, `${JSON.stringify(record)}\n`), end: async () => {} };
   }

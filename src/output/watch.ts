@@ -28,6 +28,8 @@ import type {
 import type { CannotKeepUp } from '../renewal/concurrency.js';
 import type { WatchFailure, WatchStatus } from '../renewal/scheduler.js';
 import { formatDuration } from './duration.js';
+import { isJsonPath, type OutputFormat } from './format.js';
+import type { JsonPathTemplate } from './jsonpath.js';
 import { LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
 
 export type WatchOutputMode = 'events' | 'yaml' | 'spinner' | 'log' | 'quiet';
@@ -50,6 +52,8 @@ export interface WatchRenderer {
 
 export interface WatchRendererOptions {
   mode: WatchOutputMode;
+  /** With `events`: each event through this template (-o jsonpath=), one line an event. */
+  jsonpath?: JsonPathTemplate | undefined;
   stdout: OutputStream;
   stderr: OutputStream;
   clock: Clock;
@@ -68,7 +72,7 @@ export interface WatchRendererOptions {
  * YAML is only ever asked for (-o yaml), so it always gets the stream, -q or not.
  */
 export function watchOutputMode(choice: {
-  format: 'table' | 'wide' | 'json' | 'ndjson' | 'yaml' | null;
+  format: Exclude<OutputFormat, 'name'> | null;
   outputGiven: boolean;
   hasCommand: boolean;
   quiet: boolean;
@@ -78,6 +82,8 @@ export function watchOutputMode(choice: {
   const { format } = choice;
   if (format === null) return 'quiet';
   if (format === 'yaml') return 'yaml';
+  // jsonpath is only ever asked for: its lines are the stream, -q or not.
+  if (isJsonPath(format)) return 'events';
   if ((format === 'json' || format === 'ndjson') && (choice.outputGiven || !choice.hasCommand)) return 'events';
   if (choice.quiet) return 'quiet';
   if (choice.hasCommand || !choice.stderrIsTTY || choice.term === 'dumb') return 'log';
@@ -347,7 +353,9 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
   };
 
   if (mode === 'events' || mode === 'yaml' || mode === 'quiet') {
-    const serialize = mode === 'events' ? ndjsonEvent : mode === 'yaml' ? await yamlDocuments() : null;
+    const { jsonpath } = options;
+    const events = jsonpath ? (event: WatchEvent) => jsonpath.renderLine(event) : ndjsonEvent;
+    const serialize = mode === 'events' ? events : mode === 'yaml' ? await yamlDocuments() : null;
     return {
       event(event) {
         if (serialize) stdout.write(serialize(event));

@@ -94,7 +94,7 @@ describe('queenctl help <group> <verb>', { concurrency: true }, () => {
     assert.equal(top.code, 1);
     assert.equal(top.stdout, '');
     assert.match(top.stderr, /^queenctl: unknown command "nosuch" for "queenctl"\n/);
-    assert.match(top.stderr, /the commands of queenctl are: lease, config, completion, version, help\n/);
+    assert.match(top.stderr, /the commands of queenctl are: lease, config, ping, completion, version, help\n/);
 
     const verb = await cli(['help', 'lease', 'extnd']);
     assert.equal(verb.code, 1);
@@ -113,11 +113,12 @@ describe('queenctl help <group> <verb>', { concurrency: true }, () => {
     assert.ok(paths.length > 10, `the tree was walked: ${paths.map((path) => path.join(' ')).join(', ')}`);
   });
 
-  it("version prints queenctl's version and Node's", async () => {
-    const result = await cli(['version']);
+  it("version --short prints queenctl's version, commit, build date and Node's, in a pipe too", async () => {
+    const result = await cli(['version', '--short']);
+    const node = process.version.replaceAll('.', '\\.');
     assert.match(
       result.stdout,
-      new RegExp(`^queenctl \\d+\\.\\d+\\.\\d+ \\(node ${process.version.replaceAll('.', '\\.')}\\)\\n$`),
+      new RegExp(`^queenctl \\d+\\.\\d+\\.\\d+ \\(commit ([0-9a-f]+|-), built (\\S+Z|-), node ${node}\\)\\n$`),
     );
   });
 });

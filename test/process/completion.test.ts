@@ -156,7 +156,13 @@ describe('completion', () => {
   }
 
   it('bash completes `help` with the same command names as the commands themselves', async () => {
-    assert.deepEqual(await bashComplete(['queenctl', 'help', '']), ['completion', 'config', 'lease', 'version']);
+    assert.deepEqual(await bashComplete(['queenctl', 'help', '']), [
+      'completion',
+      'config',
+      'lease',
+      'ping',
+      'version',
+    ]);
     assert.deepEqual(await bashComplete(['queenctl', 'help', 'lease', '']), ['extend', 'inspect', 'list', 'watch']);
     assert.deepEqual(await bashComplete(['queenctl', 'help', 'config', 'use']), ['use-context']);
     assert.deepEqual(await bashComplete(['queenctl', 'help', 'lease', 'extend', '']), []);

@@ -96,7 +96,7 @@ it('on the Node that built it, the installed copy starts from the shipped code c
   const builder = buildOf(installed).node;
   if (builder !== process.version) return t.skip(`the package was built by node ${builder}`);
   const cacheHome = mkdtempSync(join(scratch, 'cache-'));
-  for (const args of [['version'], extendArgs()]) {
+  for (const args of [['version', '--short'], extendArgs()]) {
     const { stderr } = await queenctl(installed, args, { XDG_CACHE_HOME: cacheHome });
     assert.match(stderr, /code cache accepted \(shipped with the package\)/);
     assert.doesNotMatch(stderr, /code cache written/);
@@ -148,7 +148,7 @@ it('without a cache that fits, a run makes one; a lease run replaces one made by
   const lease = await queenctl(copy, extendArgs(), extra);
   assert.match(lease.stderr, /code cache accepted \(made on this machine .*\.other\.cache/);
   assert.deepEqual(readdirSync(dir), [`${prefix}.lease.cache`]);
-  for (const args of [extendArgs(), ['version']]) {
+  for (const args of [extendArgs(), ['version', '--short']]) {
     const again = await queenctl(copy, args, extra);
     assert.match(again.stderr, /code cache accepted \(made on this machine .*\.lease\.cache/);
     assert.doesNotMatch(again.stderr, /code cache written/);
@@ -160,7 +160,10 @@ it('without a cache that fits, a run makes one; a lease run replaces one made by
   assert.equal(JSON.parse(damaged.stdout).renewed, 1);
   assert.match(damaged.stderr, /code cache rejected \(made on this machine/);
   assert.match(damaged.stderr, /code cache written/);
-  assert.match((await queenctl(copy, ['version'], extra)).stderr, /code cache accepted \(made on this machine/);
+  assert.match(
+    (await queenctl(copy, ['version', '--short'], extra)).stderr,
+    /code cache accepted \(made on this machine/,
+  );
 });
 
 it('caches of other builds and Node versions go once a week old; a fresh one stays', { skip: npmPackage }, async () => {

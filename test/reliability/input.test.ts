@@ -154,8 +154,20 @@ const ROWS: Row[] = [
   {
     name: 'an unknown output format',
     args: ['x', '-o', 'csv'],
-    message: /-o\/--output takes table, wide, json, ndjson, yaml, name, not "csv"/,
+    message: /-o\/--output takes table, wide, json, ndjson, yaml, name or jsonpath=<expr>, not "csv"/,
     verbs: INSPECT,
+  },
+  {
+    name: 'an empty jsonpath',
+    args: ['x', '-o', 'jsonpath='],
+    message: /-o jsonpath: the expression is empty/,
+    verbs: BOTH,
+  },
+  {
+    name: 'a jsonpath that breaks',
+    args: ['x', '-o', 'jsonpath={range [*]}{.leaseId}'],
+    message: /-o jsonpath: the expression is malformed at character 2: \{range\} without its \{end\}/,
+    verbs: BOTH,
   },
   // --- tokens -----------------------------------------------------------------------------
   {

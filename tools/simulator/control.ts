@@ -12,7 +12,7 @@
  *   POST   /_sim/leases/:id/expire   expire every row → 204, or 404
  *   POST   /_sim/faults              inject a fault (a WireFault) → 204
  *   DELETE /_sim/faults              clear every fault → 204
- *   POST   /_sim/config              shape, clockOffsetMs, tokens → 204
+ *   POST   /_sim/config              shape, clockOffsetMs, tokens, database → 204
  *   GET    /_sim/log                 the request log → 200
  *   DELETE /_sim/log                 reset the log → 204
  *   GET    /_sim/stats               the stats → 200

@@ -5,6 +5,7 @@
 import { authorize, READING_ROLES, RENEWING_ROLES, type Tokens } from './auth.js';
 import type { ConsumerGroups } from './consumer-groups.js';
 import type { ExtendRoute, Shape } from './extend-route.js';
+import { type DatabaseState, healthReply } from './health.js';
 import { jsonReply, jsonTextReply, type Reply } from './wire.js';
 
 /** uWebSockets' own 404, recorded for a GET on the extend route and on a per-queue group path. */
@@ -25,6 +26,8 @@ export interface BrokerState {
   readonly tokens: Tokens;
   readonly extend: ExtendRoute;
   readonly consumerGroups: ConsumerGroups;
+  /** What GET /health reports (health.ts). */
+  readonly database: DatabaseState;
   brokerNow(): number;
 }
 
@@ -58,7 +61,8 @@ export function answerBroker(
 ): Reply | Promise<Reply | null> {
   switch (route.kind) {
     case 'health':
-      return jsonReply(200, { status: 'healthy' });
+      // Recorded: no token needed, even with authentication on.
+      return healthReply(state.database);
     case 'not-found':
       return jsonReply(404, { error: 'Not found' });
     case 'extend-other-method':

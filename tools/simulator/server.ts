@@ -19,6 +19,7 @@ import { type Fault, Faults } from './faults.js';
 import { fail, isFiniteNumber, SimulatorInputError } from './input.js';
 import { type LeaseSpec, LeaseStore, type LeaseView } from './leases.js';
 import { type LogEntry, RequestLog } from './request-log.js';
+import { type DatabaseState, parseDatabaseState } from './health.js';
 import { answerBroker, type BrokerState, matchBrokerRoute } from './routes.js';
 import { jsonReply, pathSegments, type Reply, readBody, send, sendHalf } from './wire.js';
 
@@ -28,6 +29,8 @@ export interface SimulatorOptions {
   shape?: Shape;
   /** null/undefined: authentication off. */
   tokens?: Record<string, TokenGrant> | null;
+  /** What GET /health reports: `disconnected` answers 503 unhealthy (default `connected`). */
+  database?: DatabaseState;
   /** The broker's clock is `now() + clockOffsetMs`: a broker whose clock disagrees with ours. */
   clockOffsetMs?: number;
   /** Local time source (epoch ms). Tests pass a fake to expire leases without sleeping. */
@@ -44,6 +47,8 @@ export interface SimulatorConfig {
   clockOffsetMs?: number;
   /** null turns auth off; leave out to keep the current tokens. */
   tokens?: Record<string, TokenGrant> | null;
+  /** `disconnected`: GET /health answers 503 unhealthy, as the broker does without its database. */
+  database?: DatabaseState;
 }
 
 export interface SimulatorStats {
@@ -96,6 +101,7 @@ class BrokerSimulator implements Simulator, BrokerState {
   port = 0;
   shape: Shape;
   tokens: Tokens;
+  database: DatabaseState;
 
   private readonly server: http.Server;
   private readonly sockets = new Set<Socket>();
@@ -112,6 +118,7 @@ class BrokerSimulator implements Simulator, BrokerState {
   constructor(private readonly opts: SimulatorOptions) {
     this.shape = parseShape(opts.shape ?? 'documented');
     this.tokens = parseTokens(opts.tokens);
+    this.database = parseDatabaseState(opts.database ?? 'connected');
     this.clockOffsetMs = parseClockOffset(opts.clockOffsetMs ?? 0);
     this.now = opts.now ?? Date.now;
     this.requests = new RequestLog(opts.logLimit);
@@ -194,7 +201,9 @@ class BrokerSimulator implements Simulator, BrokerState {
     const shape = config.shape === undefined ? this.shape : parseShape(config.shape);
     const offset = config.clockOffsetMs === undefined ? this.clockOffsetMs : parseClockOffset(config.clockOffsetMs);
     const tokens = 'tokens' in config ? parseTokens(config.tokens) : this.tokens;
+    const database = config.database === undefined ? this.database : parseDatabaseState(config.database);
     this.shape = shape;
+    this.database = database;
     this.clockOffsetMs = offset;
     this.tokens = tokens;
   }

@@ -6,6 +6,7 @@ import { configPathFor, parseConfigDocument, readConfigText } from '../../config
 import { redactData, redactValue } from '../../config/redact.js';
 import { ExitCode, UsageError } from '../../exit.js';
 import { write } from '../../io.js';
+import { isJsonPath } from '../../output/format.js';
 import type { LocalRuntime } from '../globals.js';
 
 export async function runView(runtime: LocalRuntime): Promise<ExitCode> {
@@ -45,7 +46,8 @@ export async function runView(runtime: LocalRuntime): Promise<ExitCode> {
   const view = { 'current-context': null, contexts: [], ...data };
   view['current-context'] ??= null;
   view.contexts ??= [];
-  if (format === 'yaml') await write(io.stdout, yaml.stringify(view, { lineWidth: 0 }));
+  if (isJsonPath(format)) await write(io.stdout, format.template.render(view));
+  else if (format === 'yaml') await write(io.stdout, yaml.stringify(view, { lineWidth: 0 }));
   else if (format === 'ndjson') await write(io.stdout, `${JSON.stringify(view)}\n`);
   else await write(io.stdout, `${JSON.stringify(view, null, 2)}\n`);
   return ExitCode.Ok;

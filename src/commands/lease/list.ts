@@ -5,7 +5,7 @@
  * holder (docs/broker.md#consumer-groups), and `--expiry` asks each lease the way `inspect` does.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { leaseIdSource } from '../../args.js';
+import { leaseIdSource, parseDuration } from '../../args.js';
 import {
   QUEUE_MODE_GROUP,
   heldLeases,
@@ -14,7 +14,7 @@ import {
   type PartitionHolder,
 } from '../../broker/consumer-groups.js';
 import { withRetries, type RetryPolicy } from '../../broker/retry.js';
-import { AuthError, ExitCode, signalExitCode } from '../../exit.js';
+import { AuthError, ExitCode, UsageError, signalExitCode } from '../../exit.js';
 import { write } from '../../io.js';
 import { formatDuration } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
@@ -22,7 +22,7 @@ import { recordSink } from '../../output/records.js';
 import { loadStyle, type Style } from '../../output/style.js';
 import { renderTable } from '../../output/table.js';
 import { renewAll, type RenewAllContext } from '../../renewal/renew-all.js';
-import type { GlobalContext } from '../globals.js';
+import { flagParser, type GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { INSPECT_SECONDS, inspectRecord } from './inspect.js';
 import { durationOption, exitCodesHelp, retriesOption } from './options.js';
@@ -49,6 +49,13 @@ export function listCommand(globals: GlobalContext): Command {
       durationOption('--expiring-within <duration>', 'only leases that expire within this long (implies --expiry)'),
     )
     .addOption(retriesOption())
+    .option('-w, --watch', 'keep listing, and print what changed: added, changed, removed (SIGINT stops)')
+    .addOption(
+      new Option(
+        '--interval <duration>',
+        'with --watch: how often to list again (default 2s, at least 100ms)',
+      ).argParser(flagParser((text) => parseInterval(text))),
+    )
     .addHelpText(
       'after',
       `
@@ -61,6 +68,12 @@ A partition released by an ack, or never leased, has no holder and is never list
 --expiry asks the extend route for one second per lease, as inspect does: a live lease keeps its
 deadline. That needs the read-write role; a read-only token exits 3.
 
+--watch lists again every --interval and prints only what changed, as kubectl get -w does: first
+every current holder as added, then added, changed (its partitions or liveness differ) and
+removed; -o json/ndjson one event a line, the record plus "event"; -o name the ids as they are
+added. A broker that cannot be reached is one line on stderr, and one when it is back. It stops
+on SIGINT or SIGTERM (exit 130, 143); a refused token stops it with exit 3.
+
 ${exitCodesHelp({
   ok: 'the listing worked (also when it found nothing)',
   broker: 'broker error: unreachable, timed out, 5xx, an answer outside the contract, or a probe failed',
@@ -72,27 +85,55 @@ Examples:
   queenctl lease list --group billing --expiry
   queenctl lease list --expiring-within 10m -o json
   queenctl lease list --queue orders -o name | queenctl lease extend - --seconds 600
-  queenctl lease list --group billing -o name | queenctl lease watch - -- ./nightly-reprocess.sh`,
+  queenctl lease list --group billing -o name | queenctl lease watch - -- ./nightly-reprocess.sh
+  queenctl lease list --queue orders --watch
+  queenctl lease list --watch --interval 10s -o ndjson | jq -c 'select(.event == "removed")'`,
     )
     .action(async (options: ListFlags, command: Command) => {
-      await globals.run(command, (runtime, settings) =>
-        runList(
-          {
-            groups: options.group ?? [],
-            queues: options.queue ?? [],
-            partitions: options.partition ?? [],
-            all: Boolean(options.all),
-            expiry: Boolean(options.expiry) || options.expiringWithin !== undefined,
-            expiringWithinMs: options.expiringWithin,
-            retry: { ...settings.retry, retries: options.retries },
-            concurrency: settings.concurrency,
-            format: settings.format,
-            noHeaders: settings.noHeaders,
-          },
-          runtime,
-        ),
-      );
+      checkWatchFlags(options);
+      await globals.run(command, async (runtime, settings) => {
+        const listOptions: ListOptions = {
+          groups: options.group ?? [],
+          queues: options.queue ?? [],
+          partitions: options.partition ?? [],
+          all: Boolean(options.all),
+          expiry: Boolean(options.expiry) || options.expiringWithin !== undefined,
+          expiringWithinMs: options.expiringWithin,
+          retry: { ...settings.retry, retries: options.retries },
+          concurrency: settings.concurrency,
+          format: settings.format,
+          noHeaders: settings.noHeaders,
+        };
+        if (!options.watch) return runList(listOptions, runtime);
+        const { runListWatch } = await import('./list-watch.js');
+        return runListWatch({ ...listOptions, intervalMs: options.interval ?? DEFAULT_INTERVAL_MS }, runtime);
+      });
     });
+}
+
+const DEFAULT_INTERVAL_MS = 2_000;
+/** A listing reads every group: polling faster than this only loads the broker. */
+const MIN_INTERVAL_MS = 100;
+
+function parseInterval(text: string): number {
+  const ms = parseDuration(text, '--interval');
+  if (ms < MIN_INTERVAL_MS) {
+    throw new UsageError(`--interval must be at least ${MIN_INTERVAL_MS}ms, not ${JSON.stringify(text)}`);
+  }
+  return ms;
+}
+
+/** --watch's flags, checked before anything is sent. */
+function checkWatchFlags(options: ListFlags): void {
+  if (options.interval !== undefined && !options.watch) {
+    throw new UsageError('--interval is how often --watch lists again', 'add --watch, or drop --interval');
+  }
+  if (options.watch && (options.expiry || options.expiringWithin !== undefined)) {
+    throw new UsageError(
+      '--watch prints changes of holders; --expiry and --expiring-within probe each lease and cannot be watched',
+      'drop --expiry, or run lease list --expiry on its own',
+    );
+  }
 }
 
 interface ListFlags {
@@ -103,6 +144,8 @@ interface ListFlags {
   expiry?: boolean;
   expiringWithin?: number;
   retries: number;
+  watch?: boolean;
+  interval?: number;
 }
 
 export interface ListOptions {
@@ -162,7 +205,10 @@ async function mapBounded<T, R>(items: readonly T[], limit: number, fetch: (item
 }
 
 /** Every holder the filters can select: the groups' partitions, fetched as few as the filters allow. */
-async function readHolders(options: ListOptions, runtime: ListRuntime): Promise<PartitionHolder[]> {
+export async function readHolders(
+  options: Pick<ListOptions, 'groups' | 'queues' | 'retry' | 'concurrency'>,
+  runtime: ListRuntime,
+): Promise<PartitionHolder[]> {
   const { client, clock, signal } = runtime;
   const retrying = <T>(request: () => Promise<T>): Promise<T> => withRetries(request, options.retry, { clock, signal });
   let groups = [...new Set(options.groups)];
@@ -242,7 +288,7 @@ function describeFilters(options: ListOptions): string {
   return parts.length > 0 ? ` (${parts.join(', ')})` : '';
 }
 
-function tableRow(record: ListRecord, options: ListOptions, wide: boolean, style: Style): string[] {
+export function tableRow(record: ListRecord, options: ListOptions, wide: boolean, style: Style): string[] {
   const live = record.live ? style.ok('yes') : style.bad('NO');
   const row = [
     record.leaseId,

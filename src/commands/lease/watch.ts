@@ -33,6 +33,8 @@ import {
   type WatchOutputMode,
   type WatchRenderer,
 } from '../../output/watch.js';
+import { isJsonPath } from '../../output/format.js';
+import type { JsonPathTemplate } from '../../output/jsonpath.js';
 import { errorMessage } from '../../output/words.js';
 import { CONCURRENCY_CEILING } from '../../renewal/concurrency.js';
 import type { WatchEvent } from '../../renewal/events.js';
@@ -58,6 +60,8 @@ export interface WatchOptions {
   /** What followed `--`: the command and its arguments; null without one. */
   command: readonly string[] | null;
   output: WatchOutputMode;
+  /** -o jsonpath=: each event through this template, one line an event. */
+  jsonpath?: JsonPathTemplate | undefined;
   /** A --token flag, visible in ps for as long as the watch runs. */
   tokenOnCommandLine: boolean;
 }
@@ -105,12 +109,13 @@ QUEEN_LEASE_ID, QUEEN_LEASE_IDS and QUEEN_LEASE_EXPIRES_AT set and QUEEN_TOKEN r
 SIGTERM and SIGHUP go to its whole group and queenctl waits for it; when it exits, renewal stops.
 A command still running --kill-after after SIGINT or SIGTERM gets SIGKILL. When a lease is lost,
 its group gets SIGTERM, then SIGKILL after --kill-after. It runs outside the terminal's
-foreground job: Ctrl+C reaches it through queenctl. With -o json, ndjson or yaml its stdout goes
-to stderr, so stdout stays the event stream.
+foreground job: Ctrl+C reaches it through queenctl. With -o json, ndjson, yaml or jsonpath= its
+stdout goes to stderr, so stdout stays the event stream.
 
 Output: -o json or -o ndjson streams events on stdout, one per line: renewed, retry, lost and
 stopped for a lease, outage and recovered for the broker; also the default in a pipe without a
-command. -o yaml prints each event as one YAML document, --- between them. Otherwise: a spinner
+command. -o yaml prints each event as one YAML document, --- between them; -o jsonpath=<expr>
+each event through the expression, one line an event. Otherwise: a spinner
 on a terminal, one line per event on stderr when not on one or when a command shares the
 terminal; -q only errors.
 
@@ -164,6 +169,7 @@ Examples:
             concurrencyGiven: settings.concurrencyGiven,
             command: after,
             output,
+            jsonpath: isJsonPath(settings.format) ? settings.format.template : undefined,
             tokenOnCommandLine: settings.tokenOnCommandLine,
           };
           return runWatch(watch, runtime, { ...proc, launch: launchInProcessGroup });
@@ -273,6 +279,7 @@ class Watch {
     const { options } = this;
     this.renderer = await watchRenderer({
       mode: options.output,
+      jsonpath: options.jsonpath,
       stdout: io.stdout,
       stderr: io.stderr,
       clock,

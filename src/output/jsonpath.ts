@@ -1,0 +1,267 @@
+/**
+ * `-o jsonpath=<expr>` (docs/cli-contract.md#jsonpath-output): the two forms operators already
+ * type, as a thin layer over an RFC 9535 implementation (jsonpath-rfc9535), which parses and
+ * evaluates every path:
+ *
+ * - the Go queenctl's, an expression without braces (`.newExpiresAt`, `.rows[0].partition`):
+ *   what it selects, then a newline;
+ * - kubectl's template: text with `{path}` actions, `{"\t"}` string literals and
+ *   `{range path}…{end}` loops, printed exactly as written (no newline added).
+ *
+ * A path may leave out the `$` (`.a`, `[0].b`, `a`): it is read from the current object, which is
+ * the whole output, or the element of the innermost `{range}`; `$` names the whole output and `@`
+ * the current object. A member name with a dash (`.token-ref`, as kubectl allows) becomes
+ * `['token-ref']`. A string prints bare, anything else as JSON; several values of one action are
+ * separated by a space; a path that selects nothing prints nothing.
+ *
+ * The library is loaded by `parseJsonPath` alone, so only runs given `-o jsonpath=` pay for it.
+ */
+import { UsageError } from '../exit.js';
+
+type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+type Query = (input: JsonValue, expression: string) => JsonValue[];
+
+/** One piece of a template: literal text, the values of a path, or a loop over them. */
+type Part =
+  | { kind: 'text'; text: string }
+  | { kind: 'path'; path: RfcPath }
+  | { kind: 'range'; path: RfcPath; body: Part[] };
+
+/** A path as the library takes it, and whether it starts at the whole output or the current object. */
+interface RfcPath {
+  query: string;
+  fromRoot: boolean;
+}
+
+export interface JsonPathTemplate {
+  /** The expression as given after `jsonpath=`. */
+  readonly expression: string;
+  /** The text for one value: a whole `-o json` output, or one event of a stream. */
+  render(value: unknown): string;
+  /** The same, ending with exactly one newline: one line per event of a stream. */
+  renderLine(value: unknown): string;
+}
+
+/** A malformed expression: a usage error, found before anything is sent. */
+function malformed(expression: string, at: number, what: string): UsageError {
+  const caret = `${' '.repeat(Math.max(0, at))}^`;
+  return new UsageError(
+    `-o jsonpath: the expression is malformed at character ${at + 1}: ${what}`,
+    `${expression}\n  ${caret}\n  forms: jsonpath=.leaseId, jsonpath='{.renewed}', ` +
+      `jsonpath='{range [*]}{.leaseId}{"\\n"}{end}'`,
+  );
+}
+
+/** Position of a character of a path's RFC 9535 text in the expression the user typed. */
+type Positions = number[];
+
+/**
+ * A path of either form as RFC 9535 text, with the position each character came from, so an
+ * error of the library points into what the user typed.
+ */
+function toRfcPath(path: string, start: number): { rfc: string; positions: Positions; fromRoot: boolean } {
+  let text = path;
+  let offset = start;
+  // Leading and trailing blanks are layout inside `{ }`.
+  const lead = text.length - text.trimStart().length;
+  text = text.trim();
+  offset += lead;
+  const positions: Positions = [];
+  let rfc = '';
+  const emit = (chars: string, at: number): void => {
+    rfc += chars;
+    for (let i = 0; i < chars.length; i++) positions.push(at);
+  };
+  let fromRoot = false;
+  let i = 0;
+  if (text.startsWith('$')) {
+    fromRoot = true;
+    emit('$', offset);
+    i = 1;
+  } else if (text.startsWith('@')) {
+    emit('$', offset);
+    i = 1;
+  } else if (text === '.' || text === '') {
+    emit('$', offset);
+    return { rfc, positions, fromRoot };
+  } else if (text.startsWith('.') || text.startsWith('[')) {
+    emit('$', offset);
+  } else {
+    emit('$.', offset);
+  }
+  // Copy the rest, turning a dotted member name with a dash into a bracketed one. Inside
+  // brackets (selectors, filters, their strings) nothing is rewritten.
+  let depth = 0;
+  let quote: string | null = null;
+  while (i < text.length) {
+    const char = text[i] as string;
+    if (quote) {
+      emit(char, offset + i);
+      if (char === '\\' && i + 1 < text.length) {
+        emit(text[i + 1] as string, offset + i + 1);
+        i += 2;
+        continue;
+      }
+      if (char === quote) quote = null;
+      i++;
+      continue;
+    }
+    if (depth > 0 && (char === '"' || char === "'")) quote = char;
+    if (char === '[') depth++;
+    if (char === ']') depth = Math.max(0, depth - 1);
+    const dotted = depth === 0 && char === '.' && text[i + 1] !== '.' && (i === 0 || text[i - 1] !== '.');
+    if (dotted) {
+      const name = /^[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff-]*/.exec(text.slice(i + 1))?.[0];
+      if (name?.includes('-')) {
+        emit(`['${name}']`, offset + i + 1);
+        i += 1 + name.length;
+        continue;
+      }
+    }
+    emit(char, offset + i);
+    i++;
+  }
+  return { rfc, positions, fromRoot };
+}
+
+interface SyntaxErrorLike {
+  location?: { start?: { offset?: number } };
+  found?: string | null;
+}
+
+type Parse = (expression: string) => unknown;
+
+/** Checks a path with the library's parser; its error is reported where the user typed it. */
+function checkPath(parse: Parse, expression: string, path: string, start: number): RfcPath {
+  const { rfc, positions, fromRoot } = toRfcPath(path, start);
+  try {
+    parse(rfc);
+  } catch (error) {
+    const { location, found } = (error ?? {}) as SyntaxErrorLike;
+    const rfcAt = location?.start?.offset ?? rfc.length;
+    const at = positions[rfcAt] ?? start + path.length;
+    const what =
+      found === null || found === undefined ? 'the path ends too early' : `unexpected ${JSON.stringify(found)}`;
+    throw malformed(expression, at, what);
+  }
+  return { query: rfc, fromRoot };
+}
+
+/** The end of the `{…}` action that starts at `open`: the matching `}` outside quotes. */
+function actionEnd(expression: string, open: number): number {
+  let quote: string | null = null;
+  for (let i = open + 1; i < expression.length; i++) {
+    const char = expression[i];
+    if (quote) {
+      if (char === '\\') i++;
+      else if (char === quote) quote = null;
+    } else if (char === '"' || char === "'") quote = char;
+    else if (char === '}') return i;
+  }
+  throw malformed(expression, open, 'a "{" without its "}"');
+}
+
+/** kubectl's template: text, `{path}`, `{"literal"}`, `{range path}`…`{end}`. */
+function parseTemplate(parse: Parse, expression: string): Part[] {
+  const root: Part[] = [];
+  const stack: Array<{ parts: Part[]; at: number }> = [{ parts: root, at: 0 }];
+  let i = 0;
+  const current = (): Part[] => (stack[stack.length - 1] as { parts: Part[] }).parts;
+  while (i < expression.length) {
+    const open = expression.indexOf('{', i);
+    if (open === -1) {
+      current().push({ kind: 'text', text: expression.slice(i) });
+      break;
+    }
+    if (open > i) current().push({ kind: 'text', text: expression.slice(i, open) });
+    const close = actionEnd(expression, open);
+    const inner = expression.slice(open + 1, close);
+    const body = inner.trim();
+    const bodyAt = open + 1 + (inner.length - inner.trimStart().length);
+    if (body === 'end') {
+      if (stack.length === 1) throw malformed(expression, bodyAt, '{end} without a {range}');
+      stack.pop();
+    } else if (/^range(\s|$)/.test(body)) {
+      const pathText = body.slice('range'.length);
+      if (pathText.trim() === '') throw malformed(expression, bodyAt + body.length, '{range} needs a path');
+      const path = checkPath(parse, expression, pathText, bodyAt + 'range'.length);
+      const loop: Part = { kind: 'range', path, body: [] };
+      current().push(loop);
+      stack.push({ parts: loop.body, at: bodyAt });
+    } else if (body.startsWith('"')) {
+      let text: unknown;
+      try {
+        text = JSON.parse(body);
+      } catch {
+        throw malformed(expression, bodyAt, 'a string literal that is not a quoted string');
+      }
+      current().push({ kind: 'text', text: String(text) });
+    } else if (body === '') {
+      throw malformed(expression, open, 'an empty {}');
+    } else {
+      current().push({ kind: 'path', path: checkPath(parse, expression, inner, open + 1) });
+    }
+    i = close + 1;
+  }
+  if (stack.length > 1) {
+    const open = stack[stack.length - 1] as { at: number };
+    throw malformed(expression, open.at, '{range} without its {end}');
+  }
+  return root;
+}
+
+function valueText(value: JsonValue): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+function renderParts(query: Query, parts: readonly Part[], root: JsonValue, current: JsonValue): string {
+  let out = '';
+  for (const part of parts) {
+    if (part.kind === 'text') {
+      out += part.text;
+      continue;
+    }
+    const values = query(part.path.fromRoot ? root : current, part.path.query);
+    if (part.kind === 'path') {
+      out += values.map(valueText).join(' ');
+      continue;
+    }
+    // `{range .rows}` over one array means its elements, as `{range .rows[*]}` does.
+    const items = values.length === 1 && Array.isArray(values[0]) ? (values[0] as JsonValue[]) : values;
+    for (const item of items) out += renderParts(query, part.body, root, item);
+  }
+  return out;
+}
+
+/**
+ * Parses `expression` (what follows `jsonpath=`) into a template, loading the library. A
+ * malformed expression is a UsageError naming jsonpath and where it broke.
+ */
+export async function parseJsonPath(expression: string): Promise<JsonPathTemplate> {
+  if (expression.trim() === '') {
+    throw new UsageError(
+      '-o jsonpath: the expression is empty',
+      "give a path after jsonpath=, e.g. -o jsonpath=.leaseId or -o jsonpath='{.renewed}'",
+    );
+  }
+  const { query } = await import('jsonpath-rfc9535');
+  // The library parses every query it runs: running one on null checks it and selects nothing.
+  const parse: Parse = (rfc) => query(null, rfc);
+  const goForm = !expression.includes('{');
+  const parts: Part[] = goForm
+    ? [
+        { kind: 'path', path: checkPath(parse, expression, expression, 0) },
+        { kind: 'text', text: '\n' },
+      ]
+    : parseTemplate(parse, expression);
+  const render = (value: unknown): string => {
+    // What -o json would print: the records are plain JSON values already.
+    const json = JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
+    return renderParts(query as Query, parts, json, json);
+  };
+  return {
+    expression,
+    render,
+    renderLine: (value) => `${render(value).replace(/\n+$/, '')}\n`,
+  };
+}

@@ -1,0 +1,138 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Health } from '../../src/broker/health.js';
+import { type Build, runVersion, runVersionShort, versionLine } from '../../src/commands/version.js';
+import { BrokerError, UsageError } from '../../src/exit.js';
+import { resolveFormat } from '../../src/output/format.js';
+import { bufferIO, FakeClock } from '../support/fakes.js';
+
+const npm: Build = {
+  version: '0.1.0',
+  info: { commit: '2c3f314', date: '2026-12-03T09:14:00Z', standalone: false },
+  node: 'v20.20.2',
+};
+const unknown: Build = { ...npm, info: { commit: null, date: null, standalone: false } };
+const standalone: Build = { ...npm, info: { ...npm.info, standalone: true }, node: 'v24.11.0' };
+
+const healthy: Health = {
+  status: 'healthy',
+  database: 'connected',
+  version: '1.0.0',
+  httpStatus: 200,
+  brokerDateMs: Date.parse('2026-12-02T10:00:00Z'),
+};
+
+/** A broker that answers GET /health with `answer` (or fails with it), counting the requests. */
+function broker(answer: Health | BrokerError) {
+  const asked: Array<number | undefined> = [];
+  return {
+    asked,
+    client: {
+      server: 'http://broker:6632',
+      async health(options: { timeoutMs?: number } = {}) {
+        asked.push(options.timeoutMs);
+        if (answer instanceof BrokerError) throw answer;
+        return answer;
+      },
+    },
+  };
+}
+
+const context = { name: 'prod', server: 'http://broker:6632' };
+
+describe('version: the first line', () => {
+  it('names the version, commit, build date and Node; - for what the build does not know', () => {
+    assert.equal(versionLine(npm), 'queenctl 0.1.0 (commit 2c3f314, built 2026-12-03T09:14:00Z, node v20.20.2)');
+    assert.equal(versionLine(unknown), 'queenctl 0.1.0 (commit -, built -, node v20.20.2)');
+  });
+
+  it('says when it is the standalone build carrying its own Node.js', () => {
+    assert.match(versionLine(standalone), /standalone build, node v24\.11\.0 built in\)$/);
+  });
+});
+
+describe('version --short', () => {
+  it('prints the first line alone, or the build as JSON', async () => {
+    const io = bufferIO();
+    await runVersionShort({ build: npm, format: 'table' }, io);
+    assert.equal(io.stdout.text, `${versionLine(npm)}\n`);
+    const json = bufferIO();
+    await runVersionShort({ build: npm, format: 'json' }, json);
+    assert.deepEqual(JSON.parse(json.stdout.text), {
+      queenctl: {
+        version: '0.1.0',
+        commit: '2c3f314',
+        buildDate: '2026-12-03T09:14:00Z',
+        node: 'v20.20.2',
+        standalone: false,
+      },
+    });
+  });
+
+  it('refuses -o name', async () => {
+    await assert.rejects(runVersionShort({ build: npm, format: 'name' }, bufferIO()), UsageError);
+  });
+});
+
+describe('version, asking the broker', () => {
+  const run = async (answer: Health | BrokerError, format: 'table' | 'json' | `jsonpath=${string}` = 'table') => {
+    const io = bufferIO();
+    const { client, asked } = broker(answer);
+    const resolved = await resolveFormat(format, false);
+    const code = await runVersion(
+      { build: npm, format: resolved, noHeaders: false, timeoutMs: 5000, context },
+      { io, client, clock: new FakeClock(), signal: new AbortController().signal },
+    );
+    return { code, io, asked };
+  };
+
+  it("prints the first line, the broker's version, status and database, and the context", async () => {
+    const { code, io, asked } = await run(healthy);
+    assert.equal(code, 0);
+    assert.equal(
+      io.stdout.text,
+      `${versionLine(npm)}\nbroker: 1.0.0 (healthy, database connected) at http://broker:6632\n` +
+        'context: prod (http://broker:6632)\n',
+    );
+    assert.deepEqual(asked, [5000], 'one GET /health, within the timeout given');
+  });
+
+  it('an unhealthy broker is still an answer: exit 0, its status printed', async () => {
+    const { code, io } = await run({ ...healthy, status: 'unhealthy', database: 'disconnected', httpStatus: 503 });
+    assert.equal(code, 0);
+    assert.match(io.stdout.text, /broker: 1\.0\.0 \(unhealthy, database disconnected\)/);
+  });
+
+  it('an unreachable broker: the first line, then exit 2 and the reason on stderr', async () => {
+    const down = new BrokerError('cannot reach the broker at http://broker:6632: connection refused', true);
+    const { code, io } = await run(down);
+    assert.equal(code, 2);
+    assert.equal(io.stdout.text, `${versionLine(npm)}\n`);
+    assert.match(io.stderr.text, /connection refused/);
+  });
+
+  it('-o json is one object; broker null and the error when it cannot be reached', async () => {
+    const ok = await run(healthy, 'json');
+    assert.deepEqual(JSON.parse(ok.io.stdout.text), {
+      queenctl: {
+        version: '0.1.0',
+        commit: '2c3f314',
+        buildDate: '2026-12-03T09:14:00Z',
+        node: 'v20.20.2',
+        standalone: false,
+      },
+      broker: { version: '1.0.0', status: 'healthy', database: 'connected', server: 'http://broker:6632' },
+      context,
+    });
+    const down = await run(new BrokerError('no answer from http://broker:6632 within 5s', true), 'json');
+    assert.equal(down.code, 2);
+    const record = JSON.parse(down.io.stdout.text);
+    assert.equal(record.broker, null);
+    assert.equal(record.error, 'no answer from http://broker:6632 within 5s');
+  });
+
+  it('-o jsonpath= applies to the object', async () => {
+    const { io } = await run(healthy, 'jsonpath={.broker.version} {.context.name}');
+    assert.equal(io.stdout.text, '1.0.0 prod');
+  });
+});
