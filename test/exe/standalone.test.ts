@@ -305,10 +305,14 @@ describe('its own', { skip }, () => {
     assert.doesNotMatch(result.stderr, /rejected/);
   });
 
-  it('`version` names the Node.js it carries', async () => {
-    const result = await exe(['version']);
+  it('`version --short` says it is the standalone build and names the Node.js it carries', async () => {
+    const result = await exe(['version', '--short']);
     assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, new RegExp(`v${manifest().nodeVersion.replaceAll('.', '\\.')}`));
+    const node = manifest().nodeVersion.replaceAll('.', '\\.');
+    assert.match(
+      result.stdout,
+      new RegExp(`^queenctl ${VERSION.replaceAll('.', '\\.')} \\(.*standalone build, node v${node}`),
+    );
   });
 });
 
