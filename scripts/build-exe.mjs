@@ -55,6 +55,7 @@ const CHUNKS = {
   chalk: [{ id: 'chalk' }],
   ora: [{ id: 'ora' }],
   'cli-table3': [{ id: 'cli-table3' }],
+  'jsonpath-rfc9535': [{ id: 'jsonpath-rfc9535' }],
 };
 const chunkOf = new Map(Object.entries(CHUNKS).flatMap(([chunk, ids]) => ids.map(({ id }) => [id, chunk])));
 const chunksModule = join(root, 'src', 'standalone-chunks.ts');
@@ -62,7 +63,7 @@ const chunksModule = join(root, 'src', 'standalone-chunks.ts');
 const chunked = {
   name: 'standalone-chunks',
   setup(builder) {
-    builder.onResolve({ filter: /^(undici|yaml|chalk|ora|cli-table3)([\\/].*)?$/ }, (args) => {
+    builder.onResolve({ filter: /^(undici|yaml|chalk|ora|cli-table3|jsonpath-rfc9535)([\\/].*)?$/ }, (args) => {
       if (!chunkOf.has(args.path))
         throw new Error(`${args.importer} imports ${args.path}: list it in CHUNKS in scripts/build-exe.mjs`);
       return { path: args.path, namespace: 'standalone-chunk' };
