@@ -34,6 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
 import { SimulatorControl, startTcpFront } from '../tools/simulator/index.js';
+import { benchExe } from './bench-exe.js';
 
 const BIN = fileURLToPath(new URL('../../bin/queenctl.cjs', import.meta.url));
 const SIMULATOR = fileURLToPath(new URL('../tools/simulator/main.js', import.meta.url));
@@ -763,9 +764,20 @@ function table(): string {
   return [line(head), `| ${keys.map(() => '---').join(' | ')} |`, ...rows.map(line)].join('\n');
 }
 
+/**
+ * The standalone executable (scripts/bench-exe.ts): built first, except by a quick run that finds
+ * one already built (npm run test:exe's smoke run). Left out of a quick run unless named.
+ */
+async function benchStandalone(url: string, control: SimulatorControl): Promise<void> {
+  if (quick && !flags.only?.split(',').includes('exe')) return;
+  const leaseId = await control.mint({ seconds: 86_400 });
+  rows.push(...benchExe({ url, leaseId, runs: quick ? 3 : 15, pinned, build: !quick }));
+}
+
 /** The sections, in order, by the name --only takes. */
 const SECTIONS: Array<[string, (url: string, control: SimulatorControl) => Promise<void>]> = [
   ['startup', benchStartup],
+  ['exe', benchStandalone],
   ['bulk', benchBulk],
   ['renewal', benchRenewal],
   ['watch', benchWatch],

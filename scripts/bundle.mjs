@@ -5,51 +5,14 @@ import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { lazyCommanderChildProcess, lazyHttp2 } from './esbuild-plugins.mjs';
 
 const root = new URL('../', import.meta.url);
 const outfile = fileURLToPath(new URL('dist/queenctl.cjs', root));
-
-/**
- * undici's Client requires its HTTP/2 module at load time, and with it node:http2 (~20 ms).
- * queenctl never offers h2 (allowH2 is off), so the module is only loaded if it is ever called.
- */
-const lazyHttp2 = {
-  name: 'lazy-undici-h2',
-  setup(builder) {
-    builder.onLoad({ filter: /undici[\\/]lib[\\/]dispatcher[\\/]client\.js$/ }, async (args) => {
-      const source = await readFile(args.path, 'utf8');
-      const eager = "const connectH2 = require('./client-h2.js')";
-      if (!source.includes(eager))
-        throw new Error(`undici changed: ${eager} not found in ${args.path}; update scripts/bundle.mjs`);
-      return {
-        contents: source.replace(eager, "const connectH2 = (...args) => require('./client-h2.js')(...args)"),
-        loader: 'js',
-      };
-    });
-  },
-};
-
-/**
- * commander requires node:child_process at load time (and with it dgram and more) for external
- * executable subcommands, which queenctl has none of: load it only if spawn is ever called.
- */
-const lazyCommanderChildProcess = {
-  name: 'lazy-commander-child-process',
-  setup(builder) {
-    builder.onLoad({ filter: /commander[\\/]lib[\\/]command\.js$/ }, async (args) => {
-      const source = await readFile(args.path, 'utf8');
-      const eager = "const childProcess = require('node:child_process');";
-      if (!source.includes(eager))
-        throw new Error(`commander changed: ${eager} not found in ${args.path}; update scripts/bundle.mjs`);
-      const lazy = "const childProcess = { spawn: (...args) => require('node:child_process').spawn(...args) };";
-      return { contents: source.replace(eager, lazy), loader: 'js' };
-    });
-  },
-};
 
 /**
  * Files of their own for what only some runs load, so every `--version`, help and usage error

@@ -40,7 +40,19 @@ const CONTEXT_KEYS = {
 } as const;
 
 export function defaultConfigPath(env: NodeJS.ProcessEnv): string {
-  return join(env.HOME || homedir(), '.queen', 'config.yaml');
+  return join(env.HOME || homeOfUser(), '.queen', 'config.yaml');
+}
+
+/**
+ * The user's home from the password database; `/` when there is none (an empty environment in
+ * a container or chroot without /etc/passwd), as login(1) does for a home that is missing.
+ */
+function homeOfUser(): string {
+  try {
+    return homedir();
+  } catch {
+    return '/';
+  }
 }
 
 /** --config, else $QUEEN_CONFIG, else ~/.queen/config.yaml (contract, Global options). */

@@ -1,0 +1,432 @@
+// `npm run build:exe`: the standalone executable for the platform this runs on, a Node.js single
+// executable application (node:sea) carrying the bundled CLI in a V8 start-up snapshot, and its
+// release archive with SHA256SUMS. How and why: docs/standalone.md. Plain JS: it runs before
+// anything is compiled.
+//
+//   dist/exe/queenctl-<version>-<os>-<arch>/queenctl        the executable
+//   dist/exe/queenctl-<version>-<os>-<arch>.tar.gz          it, LICENSE, README, completions
+//   dist/exe/SHA256SUMS                                      sha256sum -c checks the archive
+//
+// The Node.js it carries is the official release published on the npm registry as the package
+// node-<os>-<arch>, at the exact version pinned in package.json (config.standaloneNode), fetched
+// once into node_modules/.cache/queenctl-exe/. QUEENCTL_EXE_NODE=<path> uses a binary already
+// there instead (CI's Node 24), only when it is that exact version.
+import { build } from 'esbuild';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  appendFileSync,
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:http';
+import { basename, dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { lazyCommanderChildProcess, undiciWithoutNodeHttp } from './esbuild-plugins.mjs';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const nodeVersion = pkg.config.standaloneNode;
+/** Kept in step with src/standalone-chunks.ts. */
+const CODE_CACHE_MARK = 'QCTLCC01';
+const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+/** Where node:sea works and the npm registry has a release package (node-<os>-<arch>). */
+const PLATFORMS = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64'];
+
+/**
+ * The chunks (src/standalone-chunks.ts): each dependency a snapshot should not hold, and the
+ * module specifiers src/ imports it by. A new import of one of them must be listed here.
+ */
+const CHUNKS = {
+  // What every request uses, apart from undici's whole index, which only a proxy needs (as in
+  // the npm package, where that index is loaded from node_modules).
+  undici: [{ id: 'undici/lib/dispatcher/agent.js' }, { id: 'undici/lib/api/api-request.js' }],
+  'undici-proxy': [{ id: 'undici' }],
+  yaml: [{ id: 'yaml' }],
+  chalk: [{ id: 'chalk' }],
+  ora: [{ id: 'ora' }],
+  'cli-table3': [{ id: 'cli-table3' }],
+  'jsonpath-rfc9535': [{ id: 'jsonpath-rfc9535' }],
+};
+const chunkOf = new Map(Object.entries(CHUNKS).flatMap(([chunk, ids]) => ids.map(({ id }) => [id, chunk])));
+const chunksModule = join(root, 'src', 'standalone-chunks.ts');
+/** In the snapshot's bundle, an import of a chunked dependency is a call that loads its chunk. */
+const chunked = {
+  name: 'standalone-chunks',
+  setup(builder) {
+    builder.onResolve({ filter: /^(undici|yaml|chalk|ora|cli-table3|jsonpath-rfc9535)([\\/].*)?$/ }, (args) => {
+      if (!chunkOf.has(args.path))
+        throw new Error(`${args.importer} imports ${args.path}: list it in CHUNKS in scripts/build-exe.mjs`);
+      return { path: args.path, namespace: 'standalone-chunk' };
+    });
+    builder.onLoad({ filter: /.*/, namespace: 'standalone-chunk' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(chunksModule)}).loadChunk(${JSON.stringify(
+        chunkOf.get(args.path),
+      )})[${JSON.stringify(args.path)}];`,
+      resolveDir: root,
+      loader: 'js',
+    }));
+  },
+};
+
+const host = `${process.platform}-${process.arch}`;
+// Only for the test of this refusal: the snapshot is made by the Node.js the executable carries,
+// which has to run here, so a build is always for the platform it runs on.
+const platform = process.env.QUEENCTL_EXE_PLATFORM || host;
+const snapshot = process.env.QUEENCTL_EXE_SNAPSHOT !== '0';
+
+function fail(message) {
+  process.stderr.write(`build:exe: ${message}\n`);
+  process.exit(1);
+}
+const say = (line) => process.stderr.write(`build:exe: ${line}\n`);
+
+if (!PLATFORMS.includes(platform))
+  fail(
+    `no Node.js release package for ${platform} (node-${platform} on the npm registry) that can carry queenctl;` +
+      ` executables are built on ${PLATFORMS.join(', ')}`,
+  );
+if (platform !== host) fail(`cannot build for ${platform} on ${host}: build on a ${platform} machine`);
+
+const name = `queenctl-${pkg.version}-${platform}`;
+// QUEENCTL_EXE_OUT: another directory (the build's own tests, which must not replace dist/exe).
+const exeDir = process.env.QUEENCTL_EXE_OUT || join(root, 'dist', 'exe');
+const outDir = join(exeDir, name);
+const exe = join(outDir, 'queenctl');
+const archive = join(exeDir, `${name}.tar.gz`);
+const work = join(exeDir, '.build');
+// An executable from an earlier build must not outlive a failed one.
+for (const stale of [outDir, archive, join(exeDir, 'SHA256SUMS'), join(exeDir, 'build.json'), work])
+  rmSync(stale, { recursive: true, force: true });
+mkdirSync(work, { recursive: true });
+
+const node = embeddedNode();
+say(`Node.js ${nodeVersion}: ${relative(root, node) || node}`);
+
+// 1. The CLI in one script, everything bundled: the executable has no node_modules to load from.
+// The dependencies that only some paths use are chunks of their own (src/standalone-chunks.ts):
+// the snapshot holds the CLI without them, and a path that needs one loads it.
+const bundle = join(work, 'queenctl-sea.cjs');
+const codeCacheToken = randomBytes(16).toString('hex');
+// What node:http says of the embedded Node.js with no options, as the executable runs it.
+const maxHeaderSize = execFileSync(node, ['-p', "require('node:http').maxHeaderSize"], { encoding: 'utf8', env: {} });
+const common = {
+  bundle: true,
+  platform: 'node',
+  target: `node${nodeVersion.split('.')[0]}`,
+  format: 'cjs',
+  // import() becomes a require() inside a promise: the modules behind it stay unevaluated in the
+  // snapshot, and only builtin modules can be required in a single executable application.
+  supported: { 'dynamic-import': false },
+  legalComments: 'none',
+  // Non-ASCII characters of strings and names escaped: src/standalone-chunks.ts reads a chunk as
+  // Latin-1, the fastest decoding, which only comments can then differ by.
+  charset: 'ascii',
+  logLevel: 'warning',
+  metafile: true,
+};
+/** Every file bundled into the executable, for the licences the archive carries. */
+const bundled = new Set();
+const collect = (result) => {
+  for (const input of Object.keys(result.metafile.inputs)) bundled.add(input);
+};
+collect(
+  await build({
+    ...common,
+    entryPoints: [join(root, 'src', 'standalone.ts')],
+    outfile: bundle,
+    plugins: [chunked, lazyCommanderChildProcess],
+    define: {
+      QUEENCTL_BUILD_INFO: JSON.stringify({ commit: gitCommit(), date: buildDate(), standalone: true }),
+      QUEENCTL_CODE_CACHE_TOKEN: JSON.stringify(codeCacheToken),
+    },
+  }),
+);
+for (const [chunk, specifiers] of Object.entries(CHUNKS)) {
+  // Each specifier served as it is imported; the lazy ones (undici's index: only behind a
+  // proxy) evaluated when first used.
+  const entries = specifiers.map(({ id, lazy }) =>
+    lazy
+      ? `get ${JSON.stringify(id)}() { return require(${JSON.stringify(id)}); }`
+      : `${JSON.stringify(id)}: require(${JSON.stringify(id)})`,
+  );
+  const made = await build({
+    ...common,
+    stdin: { contents: `module.exports = { ${entries.join(', ')} };`, resolveDir: root, loader: 'js' },
+    outfile: join(work, `${chunk}.js`),
+    plugins: [undiciWithoutNodeHttp(maxHeaderSize)],
+  });
+  collect(made);
+}
+
+// 2. The blob: the snapshot made by running the bundle in the embedded Node (or the script and
+// its code cache, with QUEENCTL_EXE_SNAPSHOT=0, to compare: docs/standalone.md).
+const blob = join(work, 'queenctl.blob');
+const seaConfig = join(work, 'sea-config.json');
+writeFileSync(
+  seaConfig,
+  JSON.stringify({
+    main: bundle,
+    output: blob,
+    disableExperimentalSEAWarning: true,
+    useSnapshot: snapshot,
+    useCodeCache: !snapshot,
+    // NODE_OPTIONS is for the Node.js installed on the host: docs/standalone.md, "NODE_OPTIONS".
+    execArgvExtension: 'none',
+    assets: Object.fromEntries(Object.keys(CHUNKS).map((chunk) => [`${chunk}.js`, join(work, `${chunk}.js`)])),
+  }),
+);
+try {
+  run(node, ['--experimental-sea-config', seaConfig], `making the ${snapshot ? 'snapshot' : 'code cache'} blob`, {
+    cwd: work,
+  });
+} catch (error) {
+  fail(`${error.message}\nno executable was made`);
+}
+
+// 3. A copy of that Node with the blob injected, under a temporary name: only an executable that
+// ran as queenctl gets the final name, so no failure leaves a file that would run plain Node.
+mkdirSync(outDir, { recursive: true });
+const partial = join(outDir, `.queenctl.partial-${process.pid}`);
+try {
+  copyFileSync(node, partial);
+  chmodSync(partial, 0o755);
+  if (process.platform === 'darwin') run('codesign', ['--remove-signature', partial], 'removing the signature');
+  const postject = join(root, 'node_modules', 'postject', 'dist', 'cli.js');
+  const macho = process.platform === 'darwin' ? ['--macho-segment-name', 'NODE_SEA'] : [];
+  run(process.execPath, [postject, partial, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE, ...macho], 'injecting');
+  // Signed again after the code caches are appended. Untested here (no macOS machine):
+  // docs/standalone.md, "Platforms".
+  if (process.platform === 'darwin') run('codesign', ['--sign', '-', partial], 'signing');
+  const check = spawnSync(partial, ['--version'], { env: {}, encoding: 'utf8' });
+  if (check.status !== 0 || check.stdout !== `${pkg.version}\n`)
+    throw new Error(
+      `the injected executable does not run as queenctl: \`--version\` exited ${check.status} ` +
+        `printing ${JSON.stringify(check.stdout)} ${JSON.stringify(check.stderr.slice(0, 400))}`,
+    );
+  await appendCodeCaches(partial);
+  if (process.platform === 'darwin') run('codesign', ['--sign', '-', partial], 'signing');
+  renameSync(partial, exe);
+} catch (error) {
+  rmSync(partial, { force: true });
+  fail(`${error.message}\nno executable was made`);
+}
+
+say(`${relative(root, exe)}: ${(statSync(exe).size / 1e6).toFixed(1)} MB, snapshot ${snapshot ? 'on' : 'off'}`);
+
+// 4. The release archive, as the Go queenctl's: the executable, the licences, the README and
+// completion scripts made by the executable itself, then SHA256SUMS covering the archive.
+copyFileSync(join(root, 'LICENSE'), join(outDir, 'LICENSE'));
+copyFileSync(join(root, 'README.md'), join(outDir, 'README.md'));
+writeFileSync(join(outDir, 'THIRD-PARTY-LICENSES'), thirdPartyLicenses());
+mkdirSync(join(outDir, 'completions'));
+for (const [shell, file] of [
+  ['bash', 'queenctl.bash'],
+  ['zsh', '_queenctl'],
+  ['fish', 'queenctl.fish'],
+]) {
+  try {
+    writeFileSync(join(outDir, 'completions', file), run(exe, ['completion', shell], `the ${shell} completion`));
+  } catch (error) {
+    fail(error.message);
+  }
+}
+const gnuTar = /GNU tar/.test(spawnSync('tar', ['--version'], { encoding: 'utf8' }).stdout ?? '');
+try {
+  run(
+    'tar',
+    [
+      ...(gnuTar ? ['--owner=0', '--group=0', '--numeric-owner', '--sort=name'] : []),
+      '-czf',
+      archive,
+      '-C',
+      exeDir,
+      name,
+    ],
+    'packing the archive',
+  );
+} catch (error) {
+  rmSync(archive, { force: true });
+  fail(error.message);
+}
+const sums = join(exeDir, 'SHA256SUMS');
+writeFileSync(sums, `${createHash('sha256').update(readFileSync(archive)).digest('hex')}  ${basename(archive)}\n`);
+say(`${relative(root, archive)}: ${(statSync(archive).size / 1e6).toFixed(1)} MB; ${relative(root, sums)}`);
+
+// What was built, for `npm run test:exe` and `npm run bench` (scripts/test-exe.mjs, bench-exe.ts).
+writeFileSync(
+  join(exeDir, 'build.json'),
+  `${JSON.stringify({ exe, archive, sums, node, nodeVersion, snapshot }, null, 2)}\n`,
+);
+
+/**
+ * The licences of what the executable carries besides queenctl: Node.js (whose LICENSE lists
+ * its own dependencies') and each npm package bundled into it.
+ */
+function thirdPartyLicenses() {
+  const parts = [];
+  const nodeLicense = join(dirname(dirname(node)), 'LICENSE');
+  if (existsSync(nodeLicense)) parts.push(`Node.js ${nodeVersion}\n\n${readFileSync(nodeLicense, 'utf8')}`);
+  const packages = new Set();
+  for (const input of bundled) {
+    const match = /^(.*node_modules[\\/](?:@[^\\/]+[\\/])?[^\\/]+)[\\/]/.exec(input);
+    if (match) packages.add(match[1]);
+  }
+  for (const dir of [...packages].sort()) {
+    const { name: pkgName, version, license } = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
+    const file = ['LICENSE', 'LICENSE.md', 'license', 'LICENSE.txt', 'license.md'].find((candidate) =>
+      existsSync(join(root, dir, candidate)),
+    );
+    const text = file ? readFileSync(join(root, dir, file), 'utf8') : `${license} (no licence file in the package)`;
+    parts.push(`${pkgName} ${version}\n\n${text}`);
+  }
+  return `${parts.join(`\n${'-'.repeat(72)}\n\n`)}\n`;
+}
+
+/**
+ * The code caches of the chunks (src/standalone-chunks.ts), made by the executable itself: V8
+ * takes none made by another process than one started from this very snapshot. One run renews a
+ * lease against a broker here and reads a config file (undici and yaml, the common paths) and
+ * writes what it compiled; the caches, an index, its length and a mark go at the end of the file.
+ */
+async function appendCodeCaches(file) {
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      const at = new Date(Date.now() + 60_000).toISOString();
+      response.setHeader('content-type', 'application/json');
+      const leaseId = decodeURIComponent(/\/lease\/([^/]+)\/extend/.exec(request.url)?.[1] ?? '');
+      const answer = { leaseId, success: true, renewed: 1, newExpiresAt: at, expiresAt: at, lease_expires_at: at };
+      response.end(JSON.stringify(answer));
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const config = join(work, 'warm-up.yaml');
+  const url = `http://127.0.0.1:${server.address().port}`;
+  writeFileSync(config, `current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: ${url}\n`);
+  const recorded = join(work, 'code-caches.json');
+  try {
+    await new Promise((resolve, reject) => {
+      execFile(
+        file,
+        ['lease', 'extend', 'warm-up', '-o', 'json', '--retries', '0', '--timeout', '10s'],
+        { env: { QUEEN_CONFIG: config, QUEENCTL_EXE_RECORD_CODE_CACHE: `${codeCacheToken}:${recorded}` } },
+        (error, stdout, stderr) =>
+          error ? reject(new Error(`the code cache run failed: ${error.message}\n${stderr}`)) : resolve(stdout),
+      );
+    });
+  } finally {
+    server.close();
+  }
+  const caches = Object.entries(JSON.parse(readFileSync(recorded, 'utf8')));
+  if (caches.length === 0) throw new Error('the code cache run loaded no chunk');
+  let offset = statSync(file).size;
+  const index = {};
+  const parts = [];
+  for (const [chunk, base64] of caches) {
+    const data = Buffer.from(base64, 'base64');
+    index[chunk] = [offset, data.length];
+    offset += data.length;
+    parts.push(data);
+  }
+  const indexBytes = Buffer.from(JSON.stringify(index));
+  const tail = Buffer.alloc(12);
+  tail.writeUInt32LE(indexBytes.length, 0);
+  tail.write(CODE_CACHE_MARK, 4, 'latin1');
+  appendFileSync(file, Buffer.concat([...parts, indexBytes, tail]));
+  say(`code caches of ${caches.map(([chunk]) => chunk).join(', ')} appended`);
+}
+
+/** The pinned Node.js release binary: QUEENCTL_EXE_NODE when it is that version, else the cache. */
+function embeddedNode() {
+  const given = process.env.QUEENCTL_EXE_NODE;
+  if (given) {
+    if (versionOf(given) === `v${nodeVersion}`) return given;
+    say(`QUEENCTL_EXE_NODE=${given} is not Node.js ${nodeVersion} (package.json config.standaloneNode): not used`);
+  }
+  const pkgName = `node-${platform}`;
+  const cache = join(root, 'node_modules', '.cache', 'queenctl-exe', `${pkgName}-${nodeVersion}`);
+  const binary = join(cache, 'node_modules', pkgName, 'bin', 'node');
+  if (existsSync(binary) && versionOf(binary) === `v${nodeVersion}`) return binary;
+  say(`fetching ${pkgName}@${nodeVersion} from the npm registry (about 30 MB, once)`);
+  rmSync(cache, { recursive: true, force: true });
+  mkdirSync(dirname(cache), { recursive: true });
+  // Into a fresh directory, renamed when complete: an interrupted fetch is never taken as done.
+  const fetching = mkdtempSync(`${cache}.partial-`);
+  const npm = spawnSync(
+    'npm',
+    [
+      'install',
+      '--prefix',
+      fetching,
+      '--no-save',
+      '--no-package-lock',
+      '--ignore-scripts',
+      '--no-audit',
+      '--no-fund',
+    ].concat(`${pkgName}@${nodeVersion}`),
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  if (npm.status !== 0) {
+    rmSync(fetching, { recursive: true, force: true });
+    const missing = /E404|ETARGET|EBADPLATFORM/.test(npm.stderr);
+    fail(
+      missing
+        ? `the npm registry has no ${pkgName}@${nodeVersion} (the Node.js release for ${platform}):\n${npm.stderr}`
+        : `could not fetch ${pkgName}@${nodeVersion} from the npm registry:\n${npm.stderr || npm.error}`,
+    );
+  }
+  renameSync(fetching, cache);
+  const fetched = versionOf(binary);
+  if (fetched !== `v${nodeVersion}`) fail(`${pkgName}@${nodeVersion} gave ${binary} that says ${fetched}`);
+  return binary;
+}
+
+function versionOf(binary) {
+  try {
+    return execFileSync(binary, ['--version'], { encoding: 'utf8', env: {} }).trim();
+  } catch (error) {
+    return `no version (${error.message.split('\n')[0]})`;
+  }
+}
+
+function run(command, args, what, options = {}) {
+  const ran = spawnSync(command, args, { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, ...options });
+  if (ran.status !== 0) {
+    const output = `${ran.stdout ?? ''}${ran.stderr ?? ''}`.trim() || String(ran.error ?? `signal ${ran.signal}`);
+    throw Object.assign(new Error(`${what} failed: ${command} ${args.join(' ')}\n${output}`), { output });
+  }
+  return ran.stdout;
+}
+
+/** As scripts/bundle.mjs: the short commit, only from a git checkout of queenctl itself. */
+function gitCommit() {
+  try {
+    const [top, hash] = execFileSync('git', ['rev-parse', '--show-toplevel', '--short', 'HEAD'], {
+      cwd: root,
+      stdio: 'pipe',
+      encoding: 'utf8',
+    })
+      .trim()
+      .split('\n');
+    return top && realpathSync(top) === realpathSync(root) ? hash || null : null;
+  } catch {
+    return null;
+  }
+}
+
+/** SOURCE_DATE_EPOCH (reproducible builds) when set, else now. */
+function buildDate() {
+  const epoch = Number(process.env.SOURCE_DATE_EPOCH);
+  const date = new Date(Number.isFinite(epoch) && epoch > 0 ? epoch * 1000 : Date.now());
+  return `${date.toISOString().slice(0, 19)}Z`;
+}

@@ -1,0 +1,371 @@
+/**
+ * The standalone executable (issue 18, docs/standalone.md): what only it can get wrong. Run by
+ * `npm run test:exe`, which builds it and sets QUEENCTL_EXE; left out of `npm test`.
+ *
+ * - the release archive: SHA256SUMS checks it, and the executable unpacked from it runs with an
+ *   empty environment, and in a chroot holding nothing but the libraries `ldd` lists;
+ * - the same outcome as the npm package (stdout, stderr, exit code) for the runs whose words do
+ *   not depend on the Node.js version: help, usage errors, a missing or read-only HOME, a closed
+ *   stdout; renewals, https with --cacert and NODE_EXTRA_CA_CERTS, a signal;
+ * - what is its own: NODE_OPTIONS ignored with a message, no code cache written;
+ * - the build: a platform with no Node.js package, and an injection that fails, leave nothing.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import * as net from 'node:net';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { VERSION } from '../../src/version.js';
+import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import { BIN, type CliResult, runProcess, runShell, startProcess } from '../support/cli.js';
+import { makeCertificate, type TestCertificate } from '../support/tls.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const EXE = process.env.QUEENCTL_EXE;
+const skip = EXE ? false : 'QUEENCTL_EXE is not set: `npm run test:exe` builds the executable and runs this file';
+const manifest = (): { exe: string; archive: string; sums: string; node: string; nodeVersion: string } =>
+  JSON.parse(readFileSync(join(dirname(dirname(EXE as string)), 'build.json'), 'utf8'));
+
+let scratch: string;
+let sim: Simulator;
+let secure: Simulator;
+let certificate: TestCertificate;
+
+before(async () => {
+  if (!EXE) return;
+  scratch = mkdtempSync(join(tmpdir(), 'queenctl-exe-'));
+  certificate = makeCertificate();
+  sim = await startSimulator();
+  secure = await startSimulator({ tls: { key: certificate.key, cert: certificate.cert } });
+});
+after(async () => {
+  if (!EXE) return;
+  await sim.close();
+  await secure.close();
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+const exe = (args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> =>
+  runProcess(EXE as string, args, { env });
+/** The npm package on the Node.js the executable carries, for outcomes to compare. */
+const npm = (args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> =>
+  runProcess(manifest().node, [BIN, ...args], { env });
+const outcome = ({ code, stdout, stderr }: CliResult) => ({ code, stdout, stderr });
+
+describe('the release archive', { skip }, () => {
+  it('SHA256SUMS covers the archive, and `sha256sum -c` accepts it', () => {
+    const { archive, sums } = manifest();
+    const digest = createHash('sha256').update(readFileSync(archive)).digest('hex');
+    assert.equal(readFileSync(sums, 'utf8'), `${digest}  ${basename(archive)}\n`);
+    const checked = spawnSync('sha256sum', ['-c', 'SHA256SUMS'], { cwd: dirname(sums), encoding: 'utf8' });
+    assert.equal(checked.status, 0, checked.stderr);
+    assert.match(checked.stdout, /: OK$/m);
+  });
+
+  it('unpacks to the executable, LICENSE, README and completions, and runs with an empty environment', async () => {
+    const { archive } = manifest();
+    const into = mkdtempSync(join(scratch, 'unpacked-'));
+    execFileSync('tar', ['-xzf', archive, '-C', into]);
+    const [top, ...others] = readdirSync(into);
+    assert.deepEqual(others, []);
+    assert.equal(top, basename(archive, '.tar.gz'));
+    const dir = join(into, top as string);
+    assert.deepEqual(readdirSync(dir).sort(), [
+      'LICENSE',
+      'README.md',
+      'THIRD-PARTY-LICENSES',
+      'completions',
+      'queenctl',
+    ]);
+    assert.deepEqual(readdirSync(join(dir, 'completions')).sort(), ['_queenctl', 'queenctl.bash', 'queenctl.fish']);
+    assert.match(readFileSync(join(dir, 'LICENSE'), 'utf8'), /^MIT License/);
+    assert.match(readFileSync(join(dir, 'THIRD-PARTY-LICENSES'), 'utf8'), /^Node\.js \d+\.\d+\.\d+/);
+    // The completion scripts are what the executable prints for them.
+    const bash = spawnSync(join(dir, 'queenctl'), ['completion', 'bash'], { env: {}, encoding: 'utf8' });
+    assert.equal(readFileSync(join(dir, 'completions', 'queenctl.bash'), 'utf8'), bash.stdout);
+
+    const version = spawnSync('env', ['-i', join(dir, 'queenctl'), '--version'], { encoding: 'utf8' });
+    assert.deepEqual([version.status, version.stdout, version.stderr], [0, `${VERSION}\n`, '']);
+    const leaseId = sim.mint();
+    // Asynchronous: the simulator answers from this process.
+    const extend = await runProcess('env', [
+      '-i',
+      join(dir, 'queenctl'),
+      'lease',
+      'extend',
+      leaseId,
+      '--server',
+      sim.url,
+    ]);
+    assert.equal(extend.code, 0, extend.stderr);
+    assert.equal(JSON.parse(extend.stdout).renewed, 1);
+  });
+
+  it('runs in a chroot that holds only the libraries ldd lists', async (t) => {
+    if (process.getuid?.() !== 0) return t.skip('chroot needs root');
+    const root = mkdtempSync(join(scratch, 'chroot-'));
+    const libs = execFileSync('ldd', [EXE as string], { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => /(\/\S+) \(0x/.exec(line)?.[1])
+      .filter((path): path is string => path !== undefined);
+    assert.ok(
+      libs.some((lib) => /libc\.so/.test(lib)),
+      `ldd listed no C library: ${libs.join(', ')}`,
+    );
+    for (const lib of libs) {
+      mkdirSync(join(root, dirname(lib)), { recursive: true });
+      copyFileSync(lib, join(root, lib));
+    }
+    copyFileSync(EXE as string, join(root, 'queenctl'));
+    chmodSync(join(root, 'queenctl'), 0o755);
+    const chroot = spawnSync('sh', ['-c', 'command -v chroot'], { encoding: 'utf8' }).stdout.trim();
+    if (!chroot) return t.skip('no chroot command on this machine');
+    const probe = spawnSync(chroot, [root, '/queenctl', '--version'], { env: {}, encoding: 'utf8' });
+    if (probe.error || /Operation not permitted|cannot change root/.test(probe.stderr))
+      return t.skip(`chroot is not possible here: ${probe.error?.message ?? probe.stderr.trim()}`);
+    assert.deepEqual([probe.status, probe.stdout, probe.stderr], [0, `${VERSION}\n`, '']);
+    // Nothing else in it: no /etc, /proc, /dev, /tmp, HOME; the renewal still goes through.
+    assert.deepEqual(
+      readdirSync(root).sort(),
+      [...new Set(libs.map((lib) => lib.split('/')[1]))].concat('queenctl').sort(),
+    );
+    const leaseId = sim.mint();
+    const extend = await runProcess('env', [
+      '-i',
+      chroot,
+      root,
+      '/queenctl',
+      'lease',
+      'extend',
+      leaseId,
+      '--server',
+      sim.url,
+    ]);
+    assert.equal(extend.code, 0, extend.stderr);
+    assert.equal(JSON.parse(extend.stdout).renewed, 1);
+  });
+});
+
+describe('the same outcome as the npm package', { skip }, () => {
+  const cases: Array<[string, string[], () => Record<string, string | undefined>]> = [
+    ['--version', ['--version'], () => ({})],
+    ['--help', ['--help'], () => ({})],
+    ['a verb help', ['lease', 'extend', '--help'], () => ({})],
+    ['an unknown flag', ['lease', 'extend', 'x', '--bogus'], () => ({})],
+    ['an unknown command', ['help', 'nope'], () => ({})],
+    ['a bad lease id', ['lease', 'extend', 'bad\u0001id', '--server', 'http://127.0.0.1:9'], () => ({})],
+    ['a missing HOME', ['config', 'view'], () => ({ HOME: '/nonexistent/home' })],
+    ['no HOME at all', ['config', 'get-contexts', '-o', 'json'], () => ({ HOME: undefined })],
+    [
+      'a read-only HOME',
+      ['config', 'set-context', 'a', '--server', 'http://127.0.0.1:1'],
+      // Not writable even by root, as the tests run here.
+      () => ({ HOME: '/proc' }),
+    ],
+    ['completion', ['completion', 'fish'], () => ({})],
+  ];
+  for (const [what, args, env] of cases) {
+    it(`${what}: ${args.join(' ')}`, async () => {
+      const fromExe = await exe(args, env());
+      const fromNpm = await npm(args, env());
+      assert.deepEqual(outcome(fromExe), outcome(fromNpm));
+    });
+  }
+
+  it('a closed stdout: exit 141 and nothing on stderr, as the npm package', async () => {
+    const pipe = (command: string) =>
+      runShell(`${command} completion zsh | head -c 10 > /dev/null; echo "status \${PIPESTATUS[0]}" >&2`);
+    const [fromExe, fromNpm] = await Promise.all([
+      pipe(JSON.stringify(EXE)),
+      pipe(`${JSON.stringify(manifest().node)} ${JSON.stringify(BIN)}`),
+    ]);
+    assert.equal(fromExe.stderr, 'status 141\n');
+    assert.equal(fromExe.stderr, fromNpm.stderr);
+  });
+
+  it('a renewal: the same record and exit code', async () => {
+    const [one, two] = [sim.mint(), sim.mint()];
+    const fromExe = await exe(['lease', 'extend', one, '--server', sim.url, '-o', 'yaml']);
+    const fromNpm = await npm(['lease', 'extend', two, '--server', sim.url, '-o', 'yaml']);
+    assert.equal(fromExe.code, 0, fromExe.stderr);
+    const shape = (text: string) =>
+      text.replaceAll(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, 'T').replaceAll(/[0-9a-f-]{36}/g, 'ID');
+    assert.equal(shape(fromExe.stdout), shape(fromNpm.stdout));
+    assert.equal(fromExe.stderr, fromNpm.stderr);
+  });
+
+  it('https: --cacert and NODE_EXTRA_CA_CERTS are trusted, and without them the broker is refused', async () => {
+    const leaseId = secure.mint();
+    const withFlag = await exe(['lease', 'extend', leaseId, '--server', secure.url, '--cacert', certificate.certFile]);
+    assert.equal(withFlag.code, 0, withFlag.stderr);
+    const withEnv = await exe(['lease', 'extend', leaseId, '--server', secure.url], {
+      NODE_EXTRA_CA_CERTS: certificate.certFile,
+    });
+    assert.equal(withEnv.code, 0, withEnv.stderr);
+    const untrusted = await exe(['lease', 'extend', leaseId, '--server', secure.url], {
+      NODE_EXTRA_CA_CERTS: undefined,
+    });
+    assert.equal(untrusted.code, 2);
+    assert.match(untrusted.stderr, /TLS connection to https:\/\/127\.0\.0\.1:\d+ failed/);
+    assert.equal(untrusted.stdout, '');
+  });
+
+  it('SIGTERM while a request hangs: exit 143 and what was not renewed, as the npm package', async () => {
+    const hung: net.Socket[] = [];
+    const server = net.createServer((socket) => hung.push(socket));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    try {
+      const results: CliResult[] = [];
+      for (const argv of [[EXE as string], [manifest().node, BIN]]) {
+        const before = hung.length;
+        const running = startProcess(argv[0] as string, [
+          ...argv.slice(1),
+          'lease',
+          'extend',
+          'hung-1',
+          '--server',
+          url,
+        ]);
+        await running.until(() => (hung.length > before ? true : undefined), 'the request to arrive');
+        running.kill('SIGTERM');
+        results.push(await running.exited);
+      }
+      // The retry delays are jittered.
+      const [fromExe, fromNpm] = (results as [CliResult, CliResult]).map((result) => ({
+        ...outcome(result),
+        stderr: result.stderr.replaceAll(/ in \d+ms/g, ' in (jitter)'),
+      }));
+      assert.equal(fromExe?.code, 143, fromExe?.stderr);
+      assert.match(
+        fromExe?.stderr ?? '',
+        /interrupted before the broker answered; lease hung-1 may or may not be held/,
+      );
+      assert.deepEqual(fromExe, fromNpm);
+    } finally {
+      for (const socket of hung) socket.destroy();
+      server.close();
+    }
+  });
+});
+
+describe('its own', { skip }, () => {
+  it('NODE_OPTIONS is ignored, and it says so on stderr; the outcome is unchanged', async () => {
+    for (const options of ['--bogus-option', '--require /nonexistent.js', '--max-old-space-size=4']) {
+      const result = await exe(['--version'], { NODE_OPTIONS: options });
+      assert.equal(result.code, 0, `${options}: ${result.stderr}`);
+      assert.equal(result.stdout, `${VERSION}\n`);
+      assert.equal(
+        result.stderr,
+        'queenctl: NODE_OPTIONS is ignored: this queenctl carries its own Node.js and takes no Node.js options\n',
+      );
+    }
+    const leaseId = sim.mint();
+    const extend = await exe(['lease', 'extend', leaseId, '--server', sim.url], { NODE_OPTIONS: '--bogus-option' });
+    assert.equal(extend.code, 0, extend.stderr);
+  });
+
+  it('writes no code cache, wherever HOME and XDG_CACHE_HOME point', async () => {
+    const home = mkdtempSync(join(scratch, 'home-'));
+    const env = { HOME: home, XDG_CACHE_HOME: join(home, 'cache'), QUEENCTL_DEBUG: '1' };
+    const leaseId = sim.mint();
+    for (const args of [['--version'], ['lease', 'extend', leaseId, '--server', sim.url, '-o', 'yaml']]) {
+      const result = await exe(args, env);
+      assert.equal(result.code, 0, result.stderr);
+      assert.doesNotMatch(result.stderr, /code cache/);
+    }
+    assert.deepEqual(readdirSync(home), []);
+  });
+
+  it('carries the code caches of undici and yaml, made by itself, and V8 takes them', async () => {
+    const binary = readFileSync(EXE as string);
+    assert.equal(binary.toString('latin1', binary.length - 8), 'QCTLCC01');
+    const indexLength = binary.readUInt32LE(binary.length - 12);
+    const index = JSON.parse(binary.toString('utf8', binary.length - 12 - indexLength, binary.length - 12));
+    assert.deepEqual(Object.keys(index).sort(), ['undici', 'yaml']);
+    // A cache V8 refuses is reported with QUEENCTL_DEBUG (src/standalone-chunks.ts).
+    const config = join(scratch, 'debug-config.yaml');
+    writeFileSync(config, `current-context: a\ncontexts:\n  - name: a\n    server: ${sim.url}\n`);
+    const result = await exe(['lease', 'extend', sim.mint()], { QUEEN_CONFIG: config, QUEENCTL_DEBUG: '1' });
+    assert.equal(result.code, 0, result.stderr);
+    assert.doesNotMatch(result.stderr, /rejected/);
+  });
+
+  it('`version --short` says it is the standalone build and names the Node.js it carries', async () => {
+    const result = await exe(['version', '--short']);
+    assert.equal(result.code, 0, result.stderr);
+    const node = manifest().nodeVersion.replaceAll('.', '\\.');
+    assert.match(
+      result.stdout,
+      new RegExp(`^queenctl ${VERSION.replaceAll('.', '\\.')} \\(.*standalone build, node v${node}`),
+    );
+  });
+});
+
+describe('the bench', { skip }, () => {
+  it('npm run bench -- --quick --only exe prints its rows beside the npm package', { timeout: 120_000 }, async () => {
+    const bench = join(ROOT, 'dist', 'scripts', 'bench.js');
+    const result = await runProcess(process.execPath, [bench, '--quick', '--only', 'exe'], { timeoutMs: 110_000 });
+    assert.equal(result.code, 0, result.stderr);
+    for (const row of [
+      /\| exe --version, median of 3, side by side \| [\d.]+ ms \| node -e 0: [\d.]+ ms \| [\d.]+x \| <= 1\.2x \|/,
+      /\| exe lease extend \| [\d.]+ ms \| node -e 0: [\d.]+ ms \| [\d.]+x \| <= 2\.0x \|/,
+      /\| exe lease extend vs the npm package \| [\d.]+ ms \| npm package: [\d.]+ ms \| [\d.]+x \| <= 1\.0x \|/,
+    ])
+      assert.match(result.stdout, row);
+  });
+});
+
+describe('the build', { skip }, () => {
+  const build = (env: Record<string, string>) =>
+    runProcess(process.execPath, [join(ROOT, 'scripts', 'build-exe.mjs')], { env, timeoutMs: 300_000 });
+
+  it('on a platform with no Node.js package: says so, exits 1, builds nothing', async () => {
+    const out = mkdtempSync(join(scratch, 'out-'));
+    const result = await build({ QUEENCTL_EXE_PLATFORM: 'plan9-mips', QUEENCTL_EXE_OUT: out });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /^build:exe: no Node\.js release package for plan9-mips \(node-plan9-mips/);
+    assert.deepEqual(readdirSync(out), []);
+  });
+
+  it('an injection that fails: exits 1, and leaves no file that would run plain Node', {
+    timeout: 300_000,
+  }, async () => {
+    // The release binary with its SEA fuse renamed: it runs, but postject finds nowhere to inject.
+    const node = manifest().node;
+    const broken = join(scratch, 'node-without-fuse');
+    const binary = readFileSync(node);
+    const fuse = Buffer.from('NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2');
+    const at = binary.indexOf(fuse);
+    assert.ok(at > 0, 'the release binary has a SEA fuse');
+    binary.write('X', at);
+    writeFileSync(broken, binary);
+    chmodSync(broken, 0o755);
+    const out = mkdtempSync(join(scratch, 'out-'));
+    const result = await build({ QUEENCTL_EXE_NODE: broken, QUEENCTL_EXE_OUT: out });
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, /injecting failed/);
+    assert.match(result.stderr, /no executable was made/);
+    const left = existsSync(out) ? readdirSync(out, { recursive: true }).map(String) : [];
+    assert.deepEqual(
+      left.filter((file) => !file.startsWith('.build')),
+      [basename(dirname(EXE as string))],
+      'only the empty output directory',
+    );
+    assert.deepEqual(readdirSync(join(out, basename(dirname(EXE as string)))), []);
+  });
+});
