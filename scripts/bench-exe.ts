@@ -26,15 +26,20 @@ export interface ExeBuild {
   snapshot: boolean;
 }
 
-export interface ExeRow {
+/** A row of the bench's one table (scripts/bench.ts prints them all). */
+export interface BenchRow {
   measure: string;
   queenctl: string;
   reference: string;
   ratio: string;
   target: string;
   met: string;
-  node: string;
+  /** The Node the row measured: the bench's own unless given. */
+  node?: string;
 }
+
+/** The executable's rows always name the Node it carries. */
+export type ExeRow = BenchRow & { node: string };
 
 export interface ExeBenchOptions {
   /** The simulator's URL, and a lease on it that outlives the runs. */

@@ -34,7 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setTimeout as delay } from 'node:timers/promises';
 import { SimulatorControl, startTcpFront } from '../tools/simulator/index.js';
-import { benchExe } from './bench-exe.js';
+import { benchExe, type BenchRow } from './bench-exe.js';
 
 const BIN = fileURLToPath(new URL('../../bin/queenctl.cjs', import.meta.url));
 const SIMULATOR = fileURLToPath(new URL('../tools/simulator/main.js', import.meta.url));
@@ -113,16 +113,7 @@ const canPin = availableParallelism() > 1 && spawnSync('taskset', ['-c', '0', 't
 const pinned = (cpu: number, argv: string[]): string[] => (canPin ? ['taskset', '-c', String(cpu), ...argv] : argv);
 const hasCurl = spawnSync('curl', ['--version']).status === 0;
 
-interface Row {
-  measure: string;
-  queenctl: string;
-  reference: string;
-  ratio: string;
-  target: string;
-  met: string;
-  /** The Node the row measured: this one unless given. */
-  node?: string;
-}
+type Row = BenchRow;
 const rows: Row[] = [];
 
 function median(values: number[]): number {
