@@ -4,30 +4,40 @@
 // entry would load Node's ESM loader, ~10 ms) and runs the bundled dist/queenctl.cjs through a
 // V8 code cache, so most of it is not compiled again on every run.
 //
-// V8 accepts a code cache only from the same V8 version (and flags). The package ships one made
-// at build time (scripts/bundle.mjs), which serves only the Node version that built it. For any
-// other Node, the first run writes a cache made by that Node into the user's cache directory
-// ($XDG_CACHE_HOME or ~/.cache, then queenctl/code/), named for the Node version and the build,
-// and later runs use it. Node's own compile cache (module.enableCompileCache) was measured and
+// V8 accepts a code cache only from the same V8 version (and flags). The package ships caches
+// made at build time (scripts/bundle.mjs), one per kind of run (below), which serve only the
+// Node version that built it. For any other Node, the first run of a kind writes a cache made by
+// that Node into the user's cache directory ($XDG_CACHE_HOME or ~/.cache, then queenctl/code/),
+// named for the Node version, the build and the kind, and later runs of that kind use it. Node's own compile cache (module.enableCompileCache) was measured and
 // not used: it keeps only the code compiled at load time, not what the run went on to compile,
 // and does not exist on Node 20. A cache directory that cannot be written costs a failed system
 // call or two per run and is otherwise ignored: nothing here may fail a run or slow it down.
 const fs = require('node:fs');
 const { createRequire } = require('node:module');
 const { dirname, isAbsolute, join } = require('node:path');
-const { setFlagsFromString } = require('node:v8');
 const { Script } = require('node:vm');
 
-// undici parses HTTP with llhttp compiled to WebAssembly; V8's optimising tier compiles it again
-// in the background and process exit waits for that (~100 ms measured). A CLI making a few
-// requests is well served by the baseline compiler. Set before anything is compiled, in every
-// run: V8 accepts a code cache only under the flags it was made with.
-setFlagsFromString('--liftoff-only');
+// Two kinds of run, each with code caches of its own: `net`, the commands that send requests
+// (lease, ping, version), which compile most of the bundle and may load undici; and `local`, all
+// the others (--version, help, config, completion, usage errors), which compile less.
+const NET_COMMANDS = new Set(['lease', 'ping', 'version']);
+const kind = process.argv.slice(2).some((arg) => NET_COMMANDS.has(arg)) ? 'net' : 'local';
+
+// undici parses HTTP with llhttp compiled to WebAssembly. On Node 20 (V8 11), V8's optimising
+// tier compiles it again in the background and process exit waits for that: +80 ms for one
+// request, pinned to one CPU (docs/architecture.md). The baseline compiler serves a CLI well, so
+// a net run on Node 20 sets --liftoff-only before anything is compiled. Node 22 and 24 do not wait
+// (the flag made them slower), and local runs never load undici: neither sets it, and neither
+// loads node:v8 for it (with node:stream, ~2 ms). V8 accepts a code cache only under the flags it
+// was made with, hence a cache per kind.
+if (kind === 'net' && Number.parseInt(process.versions.v8, 10) < 12) {
+  require('node:v8').setFlagsFromString('--liftoff-only');
+}
 
 // The bundle comes in several files: dist/queenctl.cjs, which every run loads, and files the
 // bundle requires only on the paths that need them (scripts/bundle.mjs): undici, the HTTP client,
-// when a request is sent; yaml, when a config file is read or YAML printed. Each has a code cache
-// of its own, chosen and written by the same rules.
+// when many requests are sent; yaml, when a config file is read or YAML printed; chalk and ora.
+// Each has a code cache of its own, chosen and written by the same rules.
 const CHUNK = /^\.\/queenctl-([a-z]+)\.cjs$/;
 
 const debug = process.env.QUEENCTL_DEBUG ? (line) => process.stderr.write(`queenctl: ${line}\n`) : () => {};
@@ -40,11 +50,8 @@ const writingShipped = process.env.QUEENCTL_WRITE_CODE_CACHE === '1';
 const cacheHome = writingShipped || buildId === undefined ? undefined : userCacheHome(process.env);
 const userDir = cacheHome === undefined ? undefined : join(cacheHome, 'queenctl', 'code');
 const prefix = `${process.version}-${process.arch}-${buildId}`;
-// A run of a lease command compiles what most runs need: its cache replaces one made by a run
-// that did not get that far, such as the `queenctl --version` run that often comes first after
-// an install. Other runs use either.
-const kind = process.argv.includes('lease') ? 'lease' : 'other';
-const userCache = (cacheKind) => userDir && join(userDir, `${prefix}.${cacheKind}.cache`);
+/** This kind's cache of the bundle (chunk undefined) or of a chunk, made on this machine. */
+const userCache = (chunk) => userDir && join(userDir, `${prefix}.${kind}${chunk ? `-${chunk}` : ''}.cache`);
 
 /** The scripts this run loaded, each with the cache it may write at the end. */
 const loaded = [];
@@ -56,31 +63,18 @@ const requireInBundle = (id) => {
   if (name === undefined) return bundleRequire(id);
   if (!chunks.has(name)) {
     const file = join(dirname(filename), id);
-    const candidates = userDir === undefined ? [] : [userCache(name)];
-    const label = `of queenctl-${name}.cjs `;
-    chunks.set(
-      name,
-      load(file, fs.readFileSync(file, 'utf8'), candidates, () => false, name, label),
-    );
+    chunks.set(name, load(file, fs.readFileSync(file, 'utf8'), userCache(name), `of queenctl-${name}.cjs `));
   }
   return chunks.get(name);
 };
-const main = load(
-  filename,
-  source,
-  userDir === undefined ? [] : [userCache('lease'), userCache('other')],
-  // A cache made by a lesser run is replaced by a lease run's.
-  (cacheFile) => kind === 'lease' && userDir !== undefined && cacheFile === userCache('other'),
-  kind,
-  '',
-);
+const main = load(filename, source, userCache(undefined), '');
 main.main(process.argv.slice(2)).then(() => {
   for (const script of loaded) {
     if (writingShipped) {
-      fs.writeFileSync(`${script.file}.cache`, script.script.createCachedData());
+      fs.writeFileSync(shippedCache(script.file), script.script.createCachedData());
       continue;
     }
-    if (script.accepted && !script.replace(script.cacheFile)) continue;
+    if (script.accepted) continue;
     try {
       writeUserCache(script);
     } catch (error) {
@@ -90,16 +84,21 @@ main.main(process.argv.slice(2)).then(() => {
   }
 });
 
+/** The cache of `file` shipped with the package for this kind of run (scripts/bundle.mjs). */
+function shippedCache(file) {
+  return `${file}.${kind}.cache`;
+}
+
 /**
- * Compiles and runs one file of the bundle from the first code cache of `candidates` (then the
- * one shipped beside it) that exists, and returns its exports.
+ * Compiles and runs one file of the bundle from its code cache (this kind's made on this
+ * machine, else the one shipped beside it), and returns its exports.
  */
-function load(file, text, candidates, replace, cacheKind, label) {
-  const shippedCache = `${file}.cache`;
-  const all = writingShipped ? [] : [...candidates, shippedCache];
+function load(file, text, userFile, label) {
+  const shipped = shippedCache(file);
+  const candidates = writingShipped ? [] : userFile === undefined ? [shipped] : [userFile, shipped];
   let cacheFile;
   let cachedData;
-  for (const candidate of all) {
+  for (const candidate of candidates) {
     try {
       cachedData = fs.readFileSync(candidate);
       cacheFile = candidate;
@@ -116,11 +115,10 @@ function load(file, text, candidates, replace, cacheKind, label) {
   if (cacheFile === undefined) debug(`code cache ${label}absent`);
   else {
     const made =
-      cacheFile === shippedCache ? 'shipped with the package' : `made on this machine for node ${process.version}`;
+      cacheFile === shipped ? 'shipped with the package' : `made on this machine for node ${process.version}`;
     debug(`code cache ${label}${accepted ? 'accepted' : 'rejected'} (${made}): ${cacheFile}`);
   }
-  const entry = { file, script, accepted, cacheFile, replace, cacheKind, label };
-  loaded.push(entry);
+  loaded.push({ file, script, accepted, userFile, label });
   const module = { exports: {} };
   script.runInThisContext()(module.exports, requireInBundle, module, file, dirname(file));
   return module.exports;
@@ -147,12 +145,11 @@ function makeUserDir() {
 }
 
 /** Written aside and renamed into place, so runs side by side never read half a file. */
-function writeUserCache({ script, cacheKind, label }) {
+function writeUserCache({ script, userFile: file, label }) {
   if (userDir === undefined) {
     debug(`code cache ${label}not written: ${buildId === undefined ? 'the bundle has no build id' : 'no HOME'}`);
     return;
   }
-  const file = userCache(cacheKind);
   const temporary = `${file}.${process.pid}.tmp`;
   let fd;
   let opened = false;
@@ -183,7 +180,7 @@ function writeUserCache({ script, cacheKind, label }) {
 
 /**
  * Caches of other builds or Node versions go once a week old (one in use there is made again on
- * its next run), and a cache of another kind that this one replaces goes at once.
+ * its next run).
  */
 function removeStale(kept) {
   try {
@@ -191,8 +188,7 @@ function removeStale(kept) {
     for (const name of fs.readdirSync(userDir)) {
       const path = join(userDir, name);
       if (path === kept) continue;
-      if (path === userCache('other') || (!name.startsWith(`${prefix}.`) && fs.statSync(path).mtimeMs < weekAgo))
-        fs.rmSync(path, { force: true });
+      if (!name.startsWith(`${prefix}.`) && fs.statSync(path).mtimeMs < weekAgo) fs.rmSync(path, { force: true });
     }
   } catch {
     // A cache left behind costs disk space only.

@@ -136,48 +136,36 @@ const firstLine = `// queenctl build ${buildId} node ${process.version}\n`;
 await writeFile(outfile, `${firstLine}${bundled.text}`);
 for (const chunk of chunkBuilds) await writeFile(chunk.outfile, `${firstLine}${chunk.bundled.text}`);
 
-// A code cache made by a run that takes the common path (parse flags, renew, fail, report), so
-// later runs skip compiling what it compiled. The shipped cache is written only here; the loader
-// writes its own, elsewhere, only for other Node versions.
-// It reads a config file, as most users' runs do, so yaml's cache is made too.
-for (const file of [outfile, ...chunkBuilds.map((chunk) => chunk.outfile)]) await rm(`${file}.cache`, { force: true });
+// Code caches made by runs that take the common paths, so later runs skip compiling what they
+// compiled: one set for each kind of run (bin/queenctl.cjs): `net`, by lease runs (parse flags,
+// renew, fail, report), and `local`, by a config verb (the command tree, the config file, a
+// table). The shipped caches are written only here; the loader writes its own, elsewhere, only
+// for other Node versions. Both read a config file, as most users' runs do, so yaml's caches are
+// made too. Within a kind, the last run to load a file writes its cache.
+for (const file of [outfile, ...chunkBuilds.map((chunk) => chunk.outfile)]) {
+  for (const kind of ['', '.net', '.local']) await rm(`${file}${kind}.cache`, { force: true });
+}
 const scratch = await mkdtemp(join(tmpdir(), 'queenctl-build-'));
 const config = join(scratch, 'config.yaml');
 await writeFile(config, 'current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: http://127.0.0.1:9\n');
-const warmUp = (output) =>
-  execFileSync(
-    process.execPath,
-    [
-      fileURLToPath(new URL('bin/queenctl.cjs', root)),
-      'lease',
-      'extend',
-      'warm-up',
-      ...output,
-      '--server',
-      'http://127.0.0.1:9',
-      '--retries',
-      '0',
-      '--timeout',
-      '2s',
-    ],
-    {
+const warmUp = (args) => {
+  try {
+    execFileSync(process.execPath, [fileURLToPath(new URL('bin/queenctl.cjs', root)), ...args], {
       env: { ...process.env, QUEENCTL_WRITE_CODE_CACHE: '1', QUEEN_CONFIG: config },
       stdio: 'ignore',
-    },
-  );
-try {
-  // A table in colour first, for the cache of chalk's file; then JSON, the common path of scripts,
-  // whose run writes the caches of the files both load.
-  for (const output of [
-    ['-o', 'table', '--color'],
-    ['-o', 'json'],
-  ]) {
-    try {
-      warmUp(output);
-    } catch {
-      // Exit 2 (nothing listens on port 9) is the expected end of a warm-up run.
-    }
+    });
+  } catch {
+    // Exit 2 (nothing listens on port 9) is the expected end of a lease warm-up run.
   }
+};
+const lease = ['lease', 'extend', 'warm-up', '--server', 'http://127.0.0.1:9', '--retries', '0', '--timeout', '2s'];
+try {
+  // A table in colour first, for the cache of chalk's file; then the common path of each kind
+  // (JSON for scripts' lease runs), whose runs write the caches of the files both load.
+  warmUp([...lease, '-o', 'table', '--color']);
+  warmUp([...lease, '-o', 'json']);
+  warmUp(['config', 'get-contexts', '-o', 'table', '--color']);
+  warmUp(['config', 'get-contexts']);
 } finally {
   await rm(scratch, { recursive: true, force: true });
 }
