@@ -8,10 +8,11 @@
 // made at build time (scripts/bundle.mjs), one per kind of run (below), which serve only the
 // Node version that built it. For any other Node, the first run of a kind writes a cache made by
 // that Node into the user's cache directory ($XDG_CACHE_HOME or ~/.cache, then queenctl/code/),
-// named for the Node version, the build and the kind, and later runs of that kind use it. Node's own compile cache (module.enableCompileCache) was measured and
-// not used: it keeps only the code compiled at load time, not what the run went on to compile,
-// and does not exist on Node 20. A cache directory that cannot be written costs a failed system
-// call or two per run and is otherwise ignored: nothing here may fail a run or slow it down.
+// named for the Node version, the build and the kind, and later runs of that kind use it. Node's
+// own compile cache (module.enableCompileCache) was measured and not used: it keeps only the code
+// compiled at load time, not what the run went on to compile, and does not exist on Node 20. A
+// cache directory that cannot be written costs a failed system call or two per run and is
+// otherwise ignored: nothing here may fail a run or slow it down.
 const fs = require('node:fs');
 const { createRequire } = require('node:module');
 const { dirname, isAbsolute, join } = require('node:path');

@@ -5,7 +5,7 @@
  * script is asked for; this module is the wiring cli.ts loads on every run.
  */
 import { Argument, Command } from 'commander';
-import { configPathFor, readConfigFile } from '../config/file.js';
+import { readConfigFor } from '../config/file.js';
 import { heldLeases } from '../broker/consumer-groups.js';
 import { ExitCode } from '../exit.js';
 import { write } from '../io.js';
@@ -64,7 +64,7 @@ export function completeCommand(globals: GlobalContext): Command {
       }
       await globals.runLocal(command, async ({ io, env, flags }) => {
         try {
-          const config = await readConfigFile(configPathFor(flags.config, env));
+          const config = await readConfigFor(flags.config, env);
           await write(io.stdout, config.contexts.map((entry) => `${entry.name}\n`).join(''));
         } catch {
           // A malformed file completes nothing; the command itself will say what is wrong.

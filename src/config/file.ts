@@ -10,6 +10,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Alias, Document, LineCounter, Node as YamlNode, YAMLMap } from 'yaml';
 import { UsageError } from '../exit.js';
+import { configMemo, type ConfigMemo } from './memo.js';
 
 export interface ContextEntry {
   name: string;
@@ -76,11 +77,23 @@ export async function readConfigText(path: string): Promise<string | null> {
   }
 }
 
-/** Reads the file; a missing file is an empty config. */
-export async function readConfigFile(path: string): Promise<ConfigFile> {
+/** This run's config file (--config, else $QUEEN_CONFIG, else the default), through its memo. */
+export function readConfigFor(flag: string | undefined, env: NodeJS.ProcessEnv): Promise<ConfigFile> {
+  return readConfigFile(configPathFor(flag, env), configMemo(env));
+}
+
+/**
+ * Reads the file; a missing file is an empty config. With a memo (memo.ts), a file this build
+ * parsed before, unchanged, is not parsed again.
+ */
+export async function readConfigFile(path: string, memo?: ConfigMemo): Promise<ConfigFile> {
   const text = await readConfigText(path);
   if (text === null) return { path, exists: false, currentContext: undefined, contexts: [] };
-  return (await parseConfigDocument(path, text)).config;
+  const memoized = memo?.read(path, text);
+  if (memoized) return memoized;
+  const { config } = await parseConfigDocument(path, text);
+  memo?.write(config, text);
+  return config;
 }
 
 export async function parseConfig(path: string, text: string): Promise<ConfigFile> {

@@ -10,14 +10,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../exit.js';
-import {
-  configPathFor,
-  findContext,
-  knownContexts,
-  readConfigFile,
-  type ConfigFile,
-  type ContextEntry,
-} from './file.js';
+import { findContext, knownContexts, readConfigFor, type ConfigFile, type ContextEntry } from './file.js';
 import type { SecretToolRunner } from './keychain.js';
 
 export const DEFAULT_SERVER = 'http://localhost:6632';
@@ -107,7 +100,7 @@ export async function resolveConnection(
   options: ResolveOptions = {},
 ): Promise<Connection> {
   const platform = options.platform ?? process.platform;
-  const config = await readConfigFile(configPathFor(flags.config, env));
+  const config = await readConfigFor(flags.config, env);
   const notes: string[] = [config.exists ? `config file ${config.path}` : `no config file at ${config.path}`];
 
   const chosen = chooseContext(flags, env, config);

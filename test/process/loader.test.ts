@@ -2,7 +2,8 @@
  * What bin/queenctl.cjs makes a run load, read from Node's own list of the modules a process
  * loaded (written at exit by a preloaded script): start-up cost is a feature (issue 19), and the
  * loader decides much of it. Runs that send nothing load no HTTP client (undici loads node:http)
- * and not node:v8 (whose flag only a run that may load undici on Node 20 needs).
+ * and not node:v8 (whose flag only a run that may load undici on Node 20 needs); a run whose config
+ * file is unchanged does not load the YAML parser.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -65,7 +66,25 @@ describe('bin/queenctl.cjs: what a run loads', { skip }, () => {
     });
   }
 
-  it(`a lease run ${LIFTOFF_NODE ? 'sets V8 flags through node:v8 (Node 20)' : 'leaves V8 flags alone (Node 22+)'}`, async () => {
+  it('a config file read before, unchanged, is not parsed again (src/config/memo.ts): no YAML parser', async () => {
+    const config = join(scratch, 'config.yaml');
+    writeFileSync(config, 'current-context: a\ncontexts:\n  - name: a\n    server: http://127.0.0.1:9\n  - name: b\n');
+    const env = cleanEnv({ QUEEN_CONFIG: config, XDG_CACHE_HOME: join(scratch, 'memo-cache'), QUEENCTL_DEBUG: '1' });
+    const run = (args: string[]) => runProcess(process.execPath, [BIN, ...args], { env });
+    const first = await run(['config', 'get-contexts', '-o', 'name']);
+    assert.match(first.stderr, /queenctl-yaml\.cjs/);
+    const second = await run(['config', 'current-context']);
+    assert.equal(second.stdout, 'a\n');
+    assert.doesNotMatch(second.stderr, /queenctl-yaml\.cjs/);
+    // An edit is read at once: the memo is for one text of the file.
+    assert.equal((await run(['config', 'use-context', 'b'])).code, 0);
+    const third = await run(['config', 'current-context']);
+    assert.equal(third.stdout, 'b\n');
+    assert.match(third.stderr, /queenctl-yaml\.cjs/);
+  });
+
+  const flags = LIFTOFF_NODE ? 'sets V8 flags through node:v8 (Node 20)' : 'leaves V8 flags alone (Node 22+)';
+  it(`a lease run ${flags}`, async () => {
     const { builtins, code } = await loadedBy(['lease', 'extend', sim.mint(), '--server', sim.url, '-o', 'json']);
     assert.equal(code, 0);
     assert.equal(builtins.has('v8'), LIFTOFF_NODE);

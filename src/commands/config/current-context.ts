@@ -2,7 +2,7 @@
  * `config current-context`: the name of the context in force, alone on a line so scripts can
  * use it as is (`ctx=$(queenctl config current-context)`), as kubectl does.
  */
-import { configPathFor, readConfigFile } from '../../config/file.js';
+import { readConfigFor } from '../../config/file.js';
 import { chooseContext, noContextChosen } from '../../config/resolve.js';
 import { ExitCode } from '../../exit.js';
 import { write } from '../../io.js';
@@ -11,7 +11,7 @@ import type { LocalRuntime } from '../globals.js';
 
 export async function runCurrentContext(runtime: LocalRuntime): Promise<ExitCode> {
   const { io } = runtime;
-  const config = await readConfigFile(configPathFor(runtime.flags.config, runtime.env));
+  const config = await readConfigFor(runtime.flags.config, runtime.env);
   const chosen = chooseContext(runtime.flags, runtime.env, config);
   if (!chosen) throw noContextChosen(config, false);
   if (!config.contexts.some((entry) => entry.name === chosen.name) && !io.quiet) {

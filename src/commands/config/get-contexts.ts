@@ -3,7 +3,7 @@
  * the same precedence as every command (--context, QUEEN_CONTEXT, current-context), so it shows
  * what a lease command run here and now would use.
  */
-import { configPathFor, readConfigFile, type ContextEntry } from '../../config/file.js';
+import { readConfigFor, type ContextEntry } from '../../config/file.js';
 import { redactTokenRef } from '../../config/redact.js';
 import { chooseContext } from '../../config/resolve.js';
 import { ExitCode } from '../../exit.js';
@@ -37,7 +37,7 @@ export function contextRecord(entry: ContextEntry, current: boolean): ContextRec
 
 export async function runGetContexts(runtime: LocalRuntime): Promise<ExitCode> {
   const { io, format } = runtime;
-  const config = await readConfigFile(configPathFor(runtime.flags.config, runtime.env));
+  const config = await readConfigFor(runtime.flags.config, runtime.env);
   const chosen = chooseContext(runtime.flags, runtime.env, config);
   const records = config.contexts.map((entry) => contextRecord(entry, entry.name === chosen?.name));
   if (!io.quiet) {
