@@ -15,47 +15,17 @@ import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { runInProcess, startInProcess, type InProcessResult } from '../support/in-process.js';
+import { watchScenario, type WatchEventLine, type WatchScenario } from '../support/watch-scenario.js';
 
-interface WatchEventLine {
-  event: string;
-  leaseId: string;
-  at: string;
-  [key: string]: unknown;
-}
-
-interface Watching {
+interface Watching extends WatchScenario<InProcessResult> {
   /** Delivers a signal to the run, as the process would get it. */
   kill(signal: NodeJS.Signals): void;
-  stdout: () => string;
-  stderr: () => string;
-  /** Parsed ndjson events on stdout so far. */
-  events: () => WatchEventLine[];
-  /** Resolves once an event matching `match` was printed; fails the test after `timeoutMs`. */
-  waitFor(match: (event: WatchEventLine) => boolean, timeoutMs?: number): Promise<WatchEventLine>;
-  waitForStderr(pattern: RegExp, timeoutMs?: number): Promise<void>;
-  exited: Promise<InProcessResult>;
 }
 
 /** Starts `queenctl lease watch` in this process (the suite runs with strict unhandled rejections). */
 function watch(sim: Simulator, args: string[], env: Record<string, string | undefined> = {}, stdin = ''): Watching {
   const run = startInProcess(['lease', 'watch', '--server', sim.url, ...args], { env, stdin });
-  const events = (): WatchEventLine[] =>
-    run
-      .stdout()
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as WatchEventLine);
-  return {
-    kill: (signal) => run.kill(signal),
-    stdout: run.stdout,
-    stderr: run.stderr,
-    events,
-    waitFor: (match, timeoutMs = 30_000) => run.until(() => events().find(match), 'an event', timeoutMs),
-    waitForStderr: async (pattern, timeoutMs = 30_000) => {
-      await run.waitForStderr(pattern, timeoutMs);
-    },
-    exited: run.exited,
-  };
+  return { ...watchScenario(run), kill: (signal) => run.kill(signal) };
 }
 
 /** Runs a scenario against a simulator of its own. */

@@ -18,24 +18,10 @@ import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { startCli, type CliResult, type RunningProcess } from '../support/cli.js';
+import { watchScenario, type WatchEventLine, type WatchScenario } from '../support/watch-scenario.js';
 
-interface WatchEventLine {
-  event: string;
-  leaseId: string;
-  at: string;
-  [key: string]: unknown;
-}
-
-interface Watching {
+interface Watching extends WatchScenario<CliResult> {
   process: RunningProcess['process'];
-  stdout: () => string;
-  stderr: () => string;
-  /** Parsed ndjson events on stdout so far. */
-  events: () => WatchEventLine[];
-  /** Resolves once an event matching `match` was printed; fails the test after `timeoutMs`. */
-  waitFor(match: (event: WatchEventLine) => boolean, timeoutMs?: number): Promise<WatchEventLine>;
-  waitForStderr(pattern: RegExp, timeoutMs?: number): Promise<void>;
-  exited: Promise<CliResult>;
 }
 
 /**
@@ -50,23 +36,7 @@ function watch(sim: Simulator, args: string[], env: Record<string, string | unde
     stdin,
     closeGraceMs: 500,
   });
-  const events = (): WatchEventLine[] =>
-    run
-      .stdout()
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as WatchEventLine);
-  return {
-    process: run.process,
-    stdout: run.stdout,
-    stderr: run.stderr,
-    events,
-    waitFor: (match, timeoutMs = 30_000) => run.until(() => events().find(match), 'an event', timeoutMs),
-    waitForStderr: async (pattern, timeoutMs = 30_000) => {
-      await run.waitForStderr(pattern, timeoutMs);
-    },
-    exited: run.exited,
-  };
+  return { ...watchScenario(run), process: run.process };
 }
 
 /** Runs a scenario against a simulator of its own. */

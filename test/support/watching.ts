@@ -8,16 +8,10 @@ import { setMaxListeners } from 'node:events';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { startCli } from './cli.js';
 import { startInProcess } from './in-process.js';
+import type { WatchEventLine } from './watch-scenario.js';
 
 // The simulator's latency fault listens on one signal per request held: thousands at once.
 setMaxListeners(0);
-
-export interface WatchEventLine {
-  event: string;
-  leaseId?: string;
-  at: string;
-  [key: string]: unknown;
-}
 
 export interface Watching {
   events(): WatchEventLine[];
