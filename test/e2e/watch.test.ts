@@ -13,9 +13,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import type { Simulator } from '../../tools/simulator/index.js';
 import { runInProcess, startInProcess, type InProcessResult } from '../support/in-process.js';
-import { watchScenario, type WatchEventLine, type WatchScenario } from '../support/watch-scenario.js';
+import { watchScenario, withSimulator, type WatchEventLine, type WatchScenario } from '../support/watch-scenario.js';
 
 interface Watching extends WatchScenario<InProcessResult> {
   /** Delivers a signal to the run, as the process would get it. */
@@ -26,16 +26,6 @@ interface Watching extends WatchScenario<InProcessResult> {
 function watch(sim: Simulator, args: string[], env: Record<string, string | undefined> = {}, stdin = ''): Watching {
   const run = startInProcess(['lease', 'watch', '--server', sim.url, ...args], { env, stdin });
   return { ...watchScenario(run), kill: (signal) => run.kill(signal) };
-}
-
-/** Runs a scenario against a simulator of its own. */
-async function withSimulator(scenario: (sim: Simulator) => Promise<void>): Promise<void> {
-  const sim = await startSimulator({ tokens: null });
-  try {
-    await scenario(sim);
-  } finally {
-    await sim.close();
-  }
 }
 
 const isRenewed = (event: WatchEventLine): boolean => event.event === 'renewed';

@@ -16,9 +16,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import type { Simulator } from '../../tools/simulator/index.js';
 import { startCli, type CliResult, type RunningProcess } from '../support/cli.js';
-import { watchScenario, type WatchEventLine, type WatchScenario } from '../support/watch-scenario.js';
+import { watchScenario, withSimulator, type WatchEventLine, type WatchScenario } from '../support/watch-scenario.js';
 
 interface Watching extends WatchScenario<CliResult> {
   process: RunningProcess['process'];
@@ -37,16 +37,6 @@ function watch(sim: Simulator, args: string[], env: Record<string, string | unde
     closeGraceMs: 500,
   });
   return { ...watchScenario(run), process: run.process };
-}
-
-/** Runs a scenario against a simulator of its own. */
-async function withSimulator(scenario: (sim: Simulator) => Promise<void>): Promise<void> {
-  const sim = await startSimulator({ tokens: null });
-  try {
-    await scenario(sim);
-  } finally {
-    await sim.close();
-  }
 }
 
 /** Running, and not a zombie (an exited process nobody reaped yet is not running). */

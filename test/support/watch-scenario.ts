@@ -4,6 +4,7 @@
  * for an event or a line on stderr. No side effects on import (test/support/watching.ts, for
  * the large watches, raises the listener limit).
  */
+import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 
 export interface WatchEventLine {
   event: string;
@@ -50,4 +51,14 @@ export function watchScenario<Exit>(run: RunHandle<Exit>): WatchScenario<Exit> {
     },
     exited: run.exited,
   };
+}
+
+/** Runs a scenario against a simulator of its own, which keeps every request it gets. */
+export async function withSimulator(scenario: (sim: Simulator) => Promise<void>): Promise<void> {
+  const sim = await startSimulator({ tokens: null });
+  try {
+    await scenario(sim);
+  } finally {
+    await sim.close();
+  }
 }
