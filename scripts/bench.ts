@@ -472,26 +472,7 @@ async function benchRenewal(url: string, control: SimulatorControl): Promise<voi
   // not what this measures (the rows below count lapses).
   const ids = await mintMany(control, SIZES.renewalLeases, 600);
   const before = await control.stats();
-  const argv = pinned(0, [
-    process.execPath,
-    BIN,
-    'lease',
-    'watch',
-    '-',
-    '--seconds',
-    '6',
-    '--every',
-    '2s',
-    '--for',
-    `${SIZES.renewalForS}s`,
-    '-q',
-    '--server',
-    url,
-  ]);
-  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['pipe', 'ignore', 'inherit'] });
-  const resources = watchResources(child);
-  child.stdin?.end(`${ids.join('\n')}\n`);
-  const result = await resources.done;
+  const result = await quietWatch(url, ids, ['--seconds', '6', '--every', '2s', '--for', `${SIZES.renewalForS}s`]).done;
   const renewals = (await control.stats()).extendRequests - before.extendRequests;
   const perRenewal = result.cpuMs / Math.max(1, renewals);
   rows.push({
@@ -504,27 +485,28 @@ async function benchRenewal(url: string, control: SimulatorControl): Promise<voi
   });
 }
 
+/** `lease watch -` of `ids` with `args` and -q, pinned, measured by watchResources. */
+function quietWatch(
+  url: string,
+  ids: string[],
+  args: string[],
+): { pid: number; done: ReturnType<typeof watchResources>['done'] } {
+  const argv = pinned(0, [process.execPath, BIN, 'lease', 'watch', '-', ...args, '-q', '--server', url]);
+  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['pipe', 'ignore', 'inherit'] });
+  const resources = watchResources(child);
+  child.stdin?.end(`${ids.join('\n')}\n`);
+  return { pid: child.pid as number, done: resources.done };
+}
+
 async function benchWatch(url: string, control: SimulatorControl): Promise<void> {
   const ids = await mintMany(control, SIZES.watchLeases, SIZES.leaseSeconds);
   const before = await control.stats();
-  const argv = pinned(0, [
-    process.execPath,
-    BIN,
-    'lease',
-    'watch',
-    '-',
+  const result = await quietWatch(url, ids, [
     '--seconds',
     String(SIZES.leaseSeconds),
     '--for',
     `${SIZES.watchSeconds}s`,
-    '-q',
-    '--server',
-    url,
-  ]);
-  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['pipe', 'ignore', 'inherit'] });
-  const resources = watchResources(child);
-  child.stdin?.end(`${ids.join('\n')}\n`);
-  const result = await resources.done;
+  ]).done;
   const after = await control.stats();
   const renewals = after.extendRequests - before.extendRequests;
   const cpuShare = result.cpuMs / result.wallMs;
@@ -612,25 +594,9 @@ async function benchWatchSlowBroker(url: string, control: SimulatorControl): Pro
   try {
     const ids = await mintMany(control, slowLeases, slowSeconds);
     const before = await control.stats();
-    const argv = pinned(0, [
-      process.execPath,
-      BIN,
-      'lease',
-      'watch',
-      '-',
-      '--seconds',
-      String(slowSeconds),
-      '--for',
-      `${slowForS}s`,
-      '-q',
-      '--server',
-      url,
-    ]);
-    const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['pipe', 'ignore', 'inherit'] });
-    const resources = watchResources(child);
-    const connections = peakConnections(child.pid as number);
-    child.stdin?.end(`${ids.join('\n')}\n`);
-    const result = await resources.done;
+    const watch = quietWatch(url, ids, ['--seconds', String(slowSeconds), '--for', `${slowForS}s`]);
+    const connections = peakConnections(watch.pid);
+    const result = await watch.done;
     const reached = connections.stop();
     const after = await control.stats();
     const lapses = after.lapses - before.lapses;

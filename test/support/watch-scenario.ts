@@ -1,8 +1,7 @@
 /**
  * What the scenario tests of `lease watch` read of a run, in-process (test/e2e/watch.test.ts) or
  * a process (test/process/watch.test.ts) alike: its ndjson events, parsed as they come, and waits
- * for an event or a line on stderr. No side effects on import (test/support/watching.ts, for
- * the large watches, raises the listener limit).
+ * for an event or a line on stderr. (The large watches, read as counts: test/support/watching.ts.)
  */
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 

@@ -4,14 +4,10 @@
  * the broker and queenctl must not share one thread), its ndjson events parsed as they come,
  * and counts.
  */
-import { setMaxListeners } from 'node:events';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { startCli } from './cli.js';
 import { startInProcess } from './in-process.js';
 import type { WatchEventLine } from './watch-scenario.js';
-
-// The simulator's latency fault listens on one signal per request held: thousands at once.
-setMaxListeners(0);
 
 export interface Watching {
   events(): WatchEventLine[];

@@ -3,6 +3,7 @@
  * misbehaves (latency, dropped connections, answers cut off mid-body, odd statuses and bodies,
  * and the older broker's hang while its database is down: docs/broker.md).
  */
+import { setMaxListeners } from 'node:events';
 import http from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fail, isFiniteNumber, isPositiveInt, isString, optional } from './input.js';
@@ -96,6 +97,11 @@ export class Faults {
   private faults: Fault[] = [];
   private readonly held = new Set<(outcome: HoldOutcome) => void>();
   private readonly closing = new AbortController();
+
+  constructor() {
+    // A latency fault delays every request it catches, each listening here: thousands at once.
+    setMaxListeners(0, this.closing.signal);
+  }
 
   /** Appends a validated fault (see parseFault). */
   add(fault: unknown, allowFunctionBody = false): void {
