@@ -148,10 +148,18 @@ for (const file of [outfile, ...chunkBuilds.map((chunk) => chunk.outfile)]) {
 const scratch = await mkdtemp(join(tmpdir(), 'queenctl-build-'));
 const config = join(scratch, 'config.yaml');
 await writeFile(config, 'current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: http://127.0.0.1:9\n');
+let runs = 0;
 const warmUp = (args) => {
   try {
     execFileSync(process.execPath, [fileURLToPath(new URL('bin/queenctl.cjs', root)), ...args], {
-      env: { ...process.env, QUEENCTL_WRITE_CODE_CACHE: '1', QUEEN_CONFIG: config },
+      // A cache directory of its own for each run: none keeps a config memo (src/config/memo.ts)
+      // for the next, so each reads the config file with yaml, and none writes in the builder's.
+      env: {
+        ...process.env,
+        QUEENCTL_WRITE_CODE_CACHE: '1',
+        QUEEN_CONFIG: config,
+        XDG_CACHE_HOME: join(scratch, `cache-${runs++}`),
+      },
       stdio: 'ignore',
     });
   } catch {

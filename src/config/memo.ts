@@ -14,7 +14,17 @@
  * executable writes no files (docs/standalone.md) and keeps none; nor do unbundled runs (tests
  * in process), which have no build time.
  */
-import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { BUILD_INFO } from '../build-info.js';
 import { VERSION } from '../version.js';
@@ -90,6 +100,7 @@ export function memoIn(cacheHome: string, build: string): ConfigMemo {
         closeSync(fd);
         fd = undefined;
         renameSync(temporary, file);
+        removeStale(dir, file);
       } catch {
         try {
           if (fd !== undefined) closeSync(fd);
@@ -100,6 +111,18 @@ export function memoIn(cacheHome: string, build: string): ConfigMemo {
       }
     },
   };
+}
+
+/**
+ * Memos untouched for a week go when another is written: configs at passing paths (a script's
+ * temporary file) would otherwise pile up. One in use is written again on its next change.
+ */
+function removeStale(dir: string, kept: string): void {
+  const weekAgo = Date.now() - 7 * 24 * 3600 * 1000;
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (path !== kept && statSync(path).mtimeMs < weekAgo) rmSync(path, { force: true });
+  }
 }
 
 /**

@@ -4,7 +4,7 @@
  * be written) is parsed as if there were no memo, and a literal token is never copied out.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -77,6 +77,25 @@ describe('the config memo', () => {
       assert.equal(memo.read(path, GO_EXAMPLE), undefined, damage);
       assert.equal((await readConfigFile(path, memo)).currentContext, 'prod');
     }
+  });
+
+  it('memos untouched for a week go when another is written', async () => {
+    const { path, cacheHome } = setUp(GO_EXAMPLE);
+    const memo = memoIn(cacheHome, BUILD);
+    const dir = join(cacheHome, 'queenctl', 'config');
+    await readConfigFile(path, memo);
+    const old = join(dir, 'old.json');
+    const fresh = join(dir, 'fresh.json');
+    writeFileSync(old, '{}');
+    writeFileSync(fresh, '{}');
+    const eightDaysAgo = new Date(Date.now() - 8 * 24 * 3600 * 1000);
+    utimesSync(old, eightDaysAgo, eightDaysAgo);
+    const other = join(scratch(), 'other.yaml');
+    writeFileSync(other, 'contexts: []\n');
+    await readConfigFile(other, memo);
+    assert.equal(existsSync(old), false);
+    assert.equal(existsSync(fresh), true);
+    assert.equal(memoFiles(cacheHome).length, 3);
   });
 
   it('is private to the user: directory 0700, file 0600', async () => {
