@@ -144,14 +144,16 @@ for (const file of [outfile, ...chunkBuilds.map((chunk) => chunk.outfile)]) awai
 const scratch = await mkdtemp(join(tmpdir(), 'queenctl-build-'));
 const config = join(scratch, 'config.yaml');
 await writeFile(config, 'current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: http://127.0.0.1:9\n');
-const warmUp = (output) =>
+// `lease extend -` (ids from standard input) sends over undici, `lease extend <id>` over node:http
+// (src/commands/globals.ts): a run of each, so each file's cache holds what its path compiles.
+const warmUp = (ids, output, input) =>
   execFileSync(
     process.execPath,
     [
       fileURLToPath(new URL('bin/queenctl.cjs', root)),
       'lease',
       'extend',
-      'warm-up',
+      ids,
       ...output,
       '--server',
       'http://127.0.0.1:9',
@@ -162,18 +164,20 @@ const warmUp = (output) =>
     ],
     {
       env: { ...process.env, QUEENCTL_WRITE_CODE_CACHE: '1', QUEEN_CONFIG: config },
-      stdio: 'ignore',
+      input,
+      stdio: ['pipe', 'ignore', 'ignore'],
     },
   );
 try {
-  // A table in colour first, for the cache of chalk's file; then JSON, the common path of scripts,
-  // whose run writes the caches of the files both load.
-  for (const output of [
-    ['-o', 'table', '--color'],
-    ['-o', 'json'],
+  // A table in colour over undici first, for the caches of chalk's and undici's files; then one
+  // id as JSON over node:http, the common path of scripts, whose run writes the caches of the
+  // files it loads (the bundle's and yaml's) last.
+  for (const [ids, output, input] of [
+    ['-', ['-o', 'table', '--color'], 'warm-up\n'],
+    ['warm-up', ['-o', 'json'], ''],
   ]) {
     try {
-      warmUp(output);
+      warmUp(ids, output, input);
     } catch {
       // Exit 2 (nothing listens on port 9) is the expected end of a warm-up run.
     }

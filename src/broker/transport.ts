@@ -78,6 +78,28 @@ export class TransportFailure extends Error {
  */
 export const ANSWER_HEADERS = ['date', 'location', 'retry-after'] as const;
 
+const ANSWER_HEADER_LENGTHS = new Set<number>(ANSWER_HEADERS.map((name) => name.length));
+
+/**
+ * ANSWER_HEADERS from a raw list (name, value, ...): undici's Buffers or node:http's strings,
+ * named in lower case and valued in Latin-1 as both parsers do; a repeated one is an array.
+ */
+export function pickHeaders(rawHeaders: readonly (Buffer | string)[]): RawAnswer['headers'] {
+  const picked: RawAnswer['headers'] = {};
+  for (let index = 0; index + 1 < rawHeaders.length; index += 2) {
+    const rawName = rawHeaders[index]!;
+    // Most headers are none of these: their length says so without decoding them.
+    if (!ANSWER_HEADER_LENGTHS.has(rawName.length)) continue;
+    const name = (typeof rawName === 'string' ? rawName : rawName.toString('latin1')).toLowerCase();
+    if (!(ANSWER_HEADERS as readonly string[]).includes(name)) continue;
+    const rawValue = rawHeaders[index + 1]!;
+    const value = typeof rawValue === 'string' ? rawValue : rawValue.toString('latin1');
+    const seen = picked[name];
+    picked[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+  }
+  return picked;
+}
+
 /** Answers larger than this are not an answer of the routes queenctl uses; reading stops there. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
