@@ -71,12 +71,18 @@ async function queenctl(
   packageDir: string,
   args: string[],
   extra: Record<string, string | undefined>,
+  input = '',
 ): Promise<{ stdout: string; stderr: string }> {
   const bin = join(packageDir, 'bin', 'queenctl.cjs');
-  return execFile(process.execPath, [bin, ...args], { env: { ...env, QUEENCTL_DEBUG: '1', ...extra } });
+  const running = execFile(process.execPath, [bin, ...args], { env: { ...env, QUEENCTL_DEBUG: '1', ...extra } });
+  running.child.stdin?.end(input);
+  return running;
 }
 
+/** One id on the command line: node:http, no undici (src/commands/globals.ts). */
 const extendArgs = (): string[] => ['lease', 'extend', sim.mint(), '--server', sim.url, '-o', 'json'];
+/** Ids from standard input: undici, and its file of the bundle. */
+const bulkExtendArgs = (): string[] => ['lease', 'extend', '-', '--server', sim.url, '-o', 'ndjson'];
 
 /** `// queenctl build <id> node <version>`, the bundle's first line (scripts/bundle.mjs). */
 function buildOf(packageDir: string): { id: string; node: string } {
@@ -153,15 +159,25 @@ it('without a cache that fits, a run makes one; a lease run replaces one made by
   // undici (dist/queenctl-undici.cjs) is loaded only by a run that sends a request.
   assert.doesNotMatch(version.stderr, /queenctl-undici/);
   assert.deepEqual(readdirSync(dir), [`${prefix}.other.cache`]);
-  // A lease run uses it, then leaves the cache of its own, fuller run in its place, and one for undici.
+  // A lease run uses it, then leaves the cache of its own, fuller run in its place; one id goes
+  // over node:http, so undici's file is not loaded.
   const lease = await queenctl(copy, extendArgs(), extra);
   assert.match(lease.stderr, /code cache accepted \(made on this machine .*\.other\.cache/);
-  assert.match(lease.stderr, /code cache of queenctl-undici\.cjs absent/);
+  assert.doesNotMatch(lease.stderr, /queenctl-undici/);
+  assert.deepEqual(readdirSync(dir), [`${prefix}.lease.cache`]);
+  // Ids from standard input load undici's file, and leave a cache for it.
+  const bulk = await queenctl(copy, bulkExtendArgs(), extra, `${sim.mint()}\n`);
+  assert.match(bulk.stderr, /code cache of queenctl-undici\.cjs absent/);
   assert.deepEqual(readdirSync(dir).sort(), [`${prefix}.lease.cache`, `${prefix}.undici.cache`]);
-  for (const args of [extendArgs(), ['version', '--short']]) {
-    const again = await queenctl(copy, args, extra);
+  const runs: Array<[string[], string]> = [
+    [extendArgs(), ''],
+    [bulkExtendArgs(), `${sim.mint()}\n`],
+    [['version', '--short'], ''],
+  ];
+  for (const [args, input] of runs) {
+    const again = await queenctl(copy, args, extra, input);
     assert.match(again.stderr, /code cache accepted \(made on this machine .*\.lease\.cache/);
-    if (args[0] === 'lease')
+    if (input !== '')
       assert.match(
         again.stderr,
         /code cache of queenctl-undici\.cjs accepted \(made on this machine .*\.undici\.cache/,
@@ -195,7 +211,7 @@ it('caches of other builds and Node versions go once a week old; a fresh one sta
   writeFileSync(join(dir, 'v0.0.2-x64-0123456789abcdef.lease.cache'), 'in use by another Node');
   await queenctl(copy, extendArgs(), { XDG_CACHE_HOME: cacheHome });
   const prefix = `${process.version}-${process.arch}-${buildOf(copy).id}`;
-  const kept = [`${prefix}.lease.cache`, `${prefix}.undici.cache`, 'v0.0.2-x64-0123456789abcdef.lease.cache'];
+  const kept = [`${prefix}.lease.cache`, 'v0.0.2-x64-0123456789abcdef.lease.cache'];
   assert.deepEqual(readdirSync(dir).sort(), kept.sort());
 });
 
