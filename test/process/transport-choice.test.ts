@@ -23,7 +23,7 @@ before(async () => {
   // process.moduleLoadList names each built-in module Node loaded ("NativeModule http").
   writeFileSync(
     preload,
-    "process.on('exit', () => process.stderr.write(`builtins: ${process.moduleLoadList.join(',')}\\n`));\n",
+    "process.on('exit', () => process.stderr.write('builtins: ' + process.moduleLoadList.join(',') + '\\n'));\n",
   );
 });
 after(() => sim.close());
