@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { runInProcess } from '../support/in-process.js';
+import { runInProcess, startInProcess } from '../support/in-process.js';
 import { startProxy, type TestProxy } from '../support/proxy.js';
 import { makeCertificate, type TestCertificate } from '../support/tls.js';
 
@@ -128,7 +128,7 @@ describe('which transport a run uses (-v names it)', () => {
     }
   });
 
-  it('ids from standard input, a watch, a listing with expiries, and a proxy go over undici', async () => {
+  it('ids from standard input, a watch, a listing with expiries or --watch, and a proxy go over undici', async () => {
     const leaseId = plain.mint();
     const runs: Array<[string[], { stdin?: string; env?: Record<string, string> }]> = [
       [['lease', 'extend', '-'], { stdin: `${leaseId}\n` }],
@@ -143,6 +143,10 @@ describe('which transport a run uses (-v names it)', () => {
       assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
       assert.equal(chosen(result.stderr), 'undici', args.join(' '));
     }
+    const listWatch = startInProcess(['lease', 'list', '--watch', ...server(), '-o', 'ndjson']);
+    await listWatch.waitForStderr(/^queenctl: transport: /m);
+    listWatch.kill('SIGINT');
+    assert.equal(chosen((await listWatch.exited).stderr), 'undici', 'lease list --watch');
   });
 });
 
