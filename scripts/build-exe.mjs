@@ -295,7 +295,7 @@ function thirdPartyLicenses() {
 /**
  * The code caches of the chunks (src/standalone-chunks.ts), made by the executable itself: V8
  * takes none made by another process than one started from this very snapshot. One run renews a
- * lease against a broker here and reads a config file (undici and yaml, the common paths) and
+ * lease read from standard input against a broker here and reads a config file (undici and yaml) and
  * writes what it compiled; the caches, an index, its length and a mark go at the end of the file.
  */
 async function appendCodeCaches(file) {
@@ -316,13 +316,16 @@ async function appendCodeCaches(file) {
   const recorded = join(work, 'code-caches.json');
   try {
     await new Promise((resolve, reject) => {
-      execFile(
+      // The id from standard input: that run sends over undici (one id as an argument goes over
+      // node:http, a built-in module, and would load no chunk of undici to record).
+      const run = execFile(
         file,
-        ['lease', 'extend', 'warm-up', '-o', 'json', '--retries', '0', '--timeout', '10s'],
+        ['lease', 'extend', '-', '-o', 'json', '--retries', '0', '--timeout', '10s'],
         { env: { QUEEN_CONFIG: config, QUEENCTL_EXE_RECORD_CODE_CACHE: `${codeCacheToken}:${recorded}` } },
         (error, stdout, stderr) =>
           error ? reject(new Error(`the code cache run failed: ${error.message}\n${stderr}`)) : resolve(stdout),
       );
+      run.stdin.end('warm-up\n');
     });
   } finally {
     server.close();

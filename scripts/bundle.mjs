@@ -149,7 +149,7 @@ const scratch = await mkdtemp(join(tmpdir(), 'queenctl-build-'));
 const config = join(scratch, 'config.yaml');
 await writeFile(config, 'current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: http://127.0.0.1:9\n');
 let runs = 0;
-const warmUp = (args) => {
+const warmUp = (args, input = '') => {
   try {
     execFileSync(process.execPath, [fileURLToPath(new URL('bin/queenctl.cjs', root)), ...args], {
       // A cache directory of its own for each run: none keeps a config memo (src/config/memo.ts)
@@ -160,18 +160,22 @@ const warmUp = (args) => {
         QUEEN_CONFIG: config,
         XDG_CACHE_HOME: join(scratch, `cache-${runs++}`),
       },
-      stdio: 'ignore',
+      input,
+      stdio: ['pipe', 'ignore', 'ignore'],
     });
   } catch {
     // Exit 2 (nothing listens on port 9) is the expected end of a lease warm-up run.
   }
 };
-const lease = ['lease', 'extend', 'warm-up', '--server', 'http://127.0.0.1:9', '--retries', '0', '--timeout', '2s'];
+const extend = (ids) => ['lease', 'extend', ids, '--server', 'http://127.0.0.1:9', '--retries', '0', '--timeout', '2s'];
 try {
-  // A table in colour first, for the cache of chalk's file; then the common path of each kind
-  // (JSON for scripts' lease runs), whose runs write the caches of the files both load.
-  warmUp([...lease, '-o', 'table', '--color']);
-  warmUp([...lease, '-o', 'json']);
+  // `lease extend -` (ids from standard input) sends over undici, `lease extend <id>` over
+  // node:http (src/commands/globals.ts). A table in colour over undici first, for the caches of
+  // chalk's and undici's files; then one id as JSON over node:http, the common path of scripts,
+  // whose run writes the net kind's caches of the files it loads (the bundle's and yaml's) last.
+  warmUp([...extend('-'), '-o', 'table', '--color'], 'warm-up\n');
+  warmUp([...extend('warm-up'), '-o', 'json']);
+  // The local kind: a config verb's runs.
   warmUp(['config', 'get-contexts', '-o', 'table', '--color']);
   warmUp(['config', 'get-contexts']);
 } finally {

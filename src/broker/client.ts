@@ -30,7 +30,7 @@ export interface BrokerClientOptions {
   /** Deadline of one request, connect to last byte, failovers included. */
   timeoutMs: number;
   userAgent: string;
-  /** Sends each request (UndiciTransport; a fake in tests). The client closes it in close(). */
+  /** Sends each request (undici's or node:http's transport; a fake in tests). The client closes it in close(). */
   transport: Transport;
   /** Deadlines and elapsed time; default: real timers on a monotonic clock. Tests pass a fake. */
   clock?: Clock;

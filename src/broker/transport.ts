@@ -1,8 +1,10 @@
 /**
  * The HTTP layer's port: what a request and a failure are, in words the client (client.ts) uses
- * without knowing undici. The implementation, and the one module that loads undici, is
- * undici-transport.ts: it is loaded only by a run that sends a request, so `--version`, help,
- * config and usage errors never pay for undici and node:http (issue 19).
+ * without knowing undici or node:http. Two implementations, loaded only by a run that sends a
+ * request, so `--version`, help, config and usage errors pay for neither (issue 19):
+ * undici-transport.ts (the one module that loads undici) for runs that send many requests, and
+ * node-http-transport.ts for runs that send a few (commands/globals.ts chooses;
+ * docs/architecture.md). This module loads neither.
  */
 import type { ProxySettings } from '../config/proxy.js';
 import type { RawAnswer } from './contract.js';
@@ -59,7 +61,7 @@ export type FailureKind = 'tls' | 'refused' | 'host-not-found' | 'reset' | 'bad-
 export class TransportFailure extends Error {
   constructor(
     readonly kind: FailureKind,
-    /** What undici or the system said (never a header of the request). */
+    /** What undici, node:http or the system said (never a header of the request). */
     message: string,
     /** The system's or undici's code (ECONNREFUSED, UND_ERR_SOCKET); '' when there was none. */
     readonly code = '',
@@ -78,12 +80,34 @@ export class TransportFailure extends Error {
  */
 export const ANSWER_HEADERS = ['date', 'location', 'retry-after'] as const;
 
+const ANSWER_HEADER_LENGTHS = new Set<number>(ANSWER_HEADERS.map((name) => name.length));
+
+/**
+ * ANSWER_HEADERS from a raw list (name, value, ...): undici's Buffers or node:http's strings,
+ * named in lower case and valued in Latin-1 as both parsers do; a repeated one is an array.
+ */
+export function pickHeaders(rawHeaders: readonly (Buffer | string)[]): RawAnswer['headers'] {
+  const picked: RawAnswer['headers'] = {};
+  for (let index = 0; index + 1 < rawHeaders.length; index += 2) {
+    const rawName = rawHeaders[index]!;
+    // Most headers are none of these: their length says so without decoding them.
+    if (!ANSWER_HEADER_LENGTHS.has(rawName.length)) continue;
+    const name = (typeof rawName === 'string' ? rawName : rawName.toString('latin1')).toLowerCase();
+    if (!(ANSWER_HEADERS as readonly string[]).includes(name)) continue;
+    const rawValue = rawHeaders[index + 1]!;
+    const value = typeof rawValue === 'string' ? rawValue : rawValue.toString('latin1');
+    const seen = picked[name];
+    picked[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+  }
+  return picked;
+}
+
 /** Answers larger than this are not an answer of the routes queenctl uses; reading stops there. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 const TLS_CODES = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|ERR_SSL|EPROTO/;
 
-/** What undici or the system threw, as a TransportFailure the client can word without knowing undici. */
+/** What undici, node:http or the system threw, as a TransportFailure the client can word without knowing either. */
 export function classify(error: unknown, viaProxy: boolean): TransportFailure {
   const err = error as { code?: string; message?: string; cause?: { code?: string } } | null | undefined;
   const code = err?.code ?? err?.cause?.code ?? '';

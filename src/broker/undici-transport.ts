@@ -12,11 +12,11 @@ import Agent from 'undici/lib/dispatcher/agent.js';
 import type { ProxySettings } from '../config/proxy.js';
 import type { RawAnswer } from './contract.js';
 import {
-  ANSWER_HEADERS,
   MAX_BODY_BYTES,
   TransportFailure,
   classify,
   describeProxy,
+  pickHeaders,
   type Transport,
   type TransportRequest,
 } from './transport.js';
@@ -184,22 +184,4 @@ class AnswerHandler {
     if (this.request.cancel) this.request.cancel.onCancel(null);
     else if (this.onAbort) this.request.signal.removeEventListener('abort', this.onAbort);
   }
-}
-
-const ANSWER_HEADER_LENGTHS = new Set<number>(ANSWER_HEADERS.map((name) => name.length));
-
-/** ANSWER_HEADERS from undici's raw list (name, value, ...), named and valued as undici's parser would. */
-function pickHeaders(rawHeaders: Buffer[]): RawAnswer['headers'] {
-  const picked: RawAnswer['headers'] = {};
-  for (let index = 0; index + 1 < rawHeaders.length; index += 2) {
-    const rawName = rawHeaders[index]!;
-    // Most headers are none of these: their length says so without decoding them.
-    if (!ANSWER_HEADER_LENGTHS.has(rawName.length)) continue;
-    const name = rawName.toString('latin1').toLowerCase();
-    if (!(ANSWER_HEADERS as readonly string[]).includes(name)) continue;
-    const value = rawHeaders[index + 1]!.toString('latin1');
-    const seen = picked[name];
-    picked[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
-  }
-  return picked;
 }

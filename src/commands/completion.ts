@@ -56,7 +56,9 @@ export function completeCommand(globals: GlobalContext): Command {
     .action(async (what: string, _options: unknown, command: Command) => {
       if (what === 'leases') {
         try {
-          await globals.run(command, (runtime) => completeLeaseIds(runtime, COMPLETION_BUDGET_MS));
+          await globals.run(command, (runtime) => completeLeaseIds(runtime, COMPLETION_BUDGET_MS), {
+            requests: 'few',
+          });
         } catch {
           // No broker, a bad config, a refused token: nothing to offer, and nothing to say.
         }

@@ -6,8 +6,9 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseCount, parseDuration } from '../args.js';
 import { BrokerClient } from '../broker/client.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../broker/retry.js';
+import type { Transport } from '../broker/transport.js';
 import { systemClock, type Clock } from '../clock.js';
-import { proxySettings } from '../config/proxy.js';
+import { proxySettings, type ProxySettings } from '../config/proxy.js';
 import { resolveConnection } from '../config/resolve.js';
 import { CONCURRENCY_CEILING } from '../renewal/concurrency.js';
 import { UsageError, type ExitCode } from '../exit.js';
@@ -104,6 +105,14 @@ export interface Settings {
 
 /** What a verb may choose of its Runtime. */
 export interface RunOptions {
+  /**
+   * How many requests the run sends, which chooses the transport (docs/architecture.md): `few`
+   * (a number the command line fixes: ids given as arguments, one listing, a ping) goes over
+   * node:http, which Node has ready, at ~+13 ms of start-up; `many` (ids from standard input, a
+   * watch, a listing that asks each lease's expiry) over undici, ~+40 ms to load but cheaper by
+   * the request. A proxy in force is always undici's: node:http has no proxy support.
+   */
+  requests: 'few' | 'many';
   /** The system clock unless given; `watch` measures on monotonic time (clock.ts). */
   clock?: Clock;
 }
@@ -150,7 +159,7 @@ export interface GlobalContext {
   run(
     command: Command,
     verb: (runtime: Runtime<BrokerClient>, settings: Settings, process: VerbProcess) => Promise<number>,
-    options?: RunOptions,
+    options: RunOptions,
   ): Promise<void>;
   runLocal(command: Command, verb: (runtime: LocalRuntime) => Promise<ExitCode>): Promise<void>;
 }
@@ -193,7 +202,7 @@ export function decideColor(flag: boolean | undefined, env: NodeJS.ProcessEnv, i
 
 export function globalContext(ports: ProcessPorts, version: string): GlobalContext {
   return {
-    async run(command, verb, options = {}) {
+    async run(command, verb, options) {
       ports.catchHangup();
       const flags = command.optsWithGlobals<GlobalFlags>();
       const stdoutIsTTY = Boolean(ports.stdout.isTTY);
@@ -219,14 +228,13 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       // Said even with -q: the token or the broker's identity is at stake.
       for (const warning of connection.warnings) stderr.write(warningMessage(warning));
       const concurrencyGiven = command.getOptionValueSourceWithGlobals('concurrency') !== 'default';
-      // undici (and node:http, node:net, TLS) only on this path, where a request will be sent.
-      const { UndiciTransport } = await import('../broker/undici-transport.js');
-      const transport = new UndiciTransport({
+      const proxy = proxySettings(ports.env);
+      const connections = concurrencyGiven ? flags.concurrency : CONCURRENCY_CEILING;
+      const transport = await openTransport(options.requests, proxy, {
         // Watch may adapt up to the ceiling; the other verbs keep within --concurrency themselves.
-        connections: concurrencyGiven ? flags.concurrency : CONCURRENCY_CEILING,
+        connections,
         insecure: connection.insecure,
         ca: connection.ca,
-        proxy: proxySettings(ports.env),
         trace,
       });
       const client = new BrokerClient({
@@ -289,6 +297,29 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
     },
   };
 }
+
+/**
+ * The transport a run's requests go over, loaded only here, where a request will be sent: never
+ * by `--version`, help, config or a usage error. node:http for a few requests, undici for many
+ * or behind a proxy (RunOptions.requests); -v names the one chosen.
+ */
+async function openTransport(
+  requests: RunOptions['requests'],
+  proxy: ProxySettings | undefined,
+  options: { connections: number; insecure: boolean | undefined; ca: string | undefined; trace: Trace },
+): Promise<Transport> {
+  const { connections, insecure, ca, trace } = options;
+  if (requests === 'few' && proxy === undefined) {
+    trace?.('transport: node:http (a few requests)');
+    const { NodeHttpTransport } = await import('../broker/node-http-transport.js');
+    return new NodeHttpTransport({ connections, insecure, ca });
+  }
+  trace?.(`transport: undici (${proxy === undefined ? 'many requests' : 'a proxy is in force'})`);
+  const { UndiciTransport } = await import('../broker/undici-transport.js');
+  return new UndiciTransport({ connections, insecure, ca, proxy, trace });
+}
+
+type Trace = ((line: string) => void) | undefined;
 
 function scrubError(error: Error, secret: string): void {
   error.message = error.message.replaceAll(secret, '[redacted]');

@@ -51,16 +51,19 @@ Examples:
     )
     .action(async (_options: unknown, command: Command) => {
       const timeoutGiven = command.getOptionValueSourceWithGlobals('timeout') !== 'default';
-      await globals.run(command, (runtime, settings) =>
-        runPing(
-          {
-            timeoutMs: timeoutGiven ? settings.timeoutMs : PING_TIMEOUT_MS,
-            tokenInForce: settings.tokenInForce,
-            format: settings.format,
-            noHeaders: settings.noHeaders,
-          },
-          runtime,
-        ),
+      await globals.run(
+        command,
+        (runtime, settings) =>
+          runPing(
+            {
+              timeoutMs: timeoutGiven ? settings.timeoutMs : PING_TIMEOUT_MS,
+              tokenInForce: settings.tokenInForce,
+              format: settings.format,
+              noHeaders: settings.noHeaders,
+            },
+            runtime,
+          ),
+        { requests: 'few' },
       );
     });
 }

@@ -56,17 +56,20 @@ Examples:
         return;
       }
       const timeoutGiven = command.getOptionValueSourceWithGlobals('timeout') !== 'default';
-      await globals.run(command, (runtime, settings) =>
-        runVersion(
-          {
-            build: local,
-            format: textUnlessAsked(settings.format, settings.outputGiven),
-            noHeaders: settings.noHeaders,
-            timeoutMs: timeoutGiven ? settings.timeoutMs : PING_TIMEOUT_MS,
-            context: { name: settings.contextName ?? null, server: settings.server },
-          },
-          runtime,
-        ),
+      await globals.run(
+        command,
+        (runtime, settings) =>
+          runVersion(
+            {
+              build: local,
+              format: textUnlessAsked(settings.format, settings.outputGiven),
+              noHeaders: settings.noHeaders,
+              timeoutMs: timeoutGiven ? settings.timeoutMs : PING_TIMEOUT_MS,
+              context: { name: settings.contextName ?? null, server: settings.server },
+            },
+            runtime,
+          ),
+        { requests: 'few' },
       );
     });
 }

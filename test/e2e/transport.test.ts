@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { runInProcess } from '../support/in-process.js';
+import { runInProcess, startInProcess } from '../support/in-process.js';
 import { startProxy, type TestProxy } from '../support/proxy.js';
 import { makeCertificate, type TestCertificate } from '../support/tls.js';
 
@@ -48,63 +48,105 @@ beforeEach(() => {
   }
 });
 
-describe('https', () => {
-  it("--cacert trusts the broker's CA: the renewal goes through, without a warning", async () => {
-    const leaseId = secure.mint();
-    const result = await runInProcess([
-      'lease',
-      'extend',
-      leaseId,
-      '--server',
-      secure.url,
-      '--token',
-      TOKEN,
-      '--cacert',
-      certificate.certFile,
-    ]);
-    assert.equal(result.code, 0, result.stderr);
-    assert.match(secure.url, /^https:/);
-    assert.equal(JSON.parse(result.stdout).renewed, 1);
-    assert.equal(secure.log[0]?.authorization, `Bearer ${TOKEN}`);
-    assert.equal(result.stderr, '');
-  });
+/**
+ * The two ways a renewal goes out (src/commands/globals.ts): ids on the command line over
+ * node:http, ids from standard input over undici. TLS must hold over each.
+ */
+const INVOCATIONS = [
+  { transport: 'node:http', args: (leaseId: string) => ['lease', 'extend', leaseId], stdin: (_: string) => '' },
+  { transport: 'undici', args: (_: string) => ['lease', 'extend', '-'], stdin: (leaseId: string) => `${leaseId}\n` },
+];
 
-  it('without --cacert a self-signed broker is refused: exit 2, a TLS message, nothing sent', async () => {
-    const result = await runInProcess(['lease', 'extend', 'some-lease', '--server', secure.url, '--token', TOKEN]);
-    assert.equal(result.code, 2);
-    assert.match(result.stderr, /TLS connection to https:\/\/127\.0\.0\.1:\d+ failed/);
-    assert.match(result.stderr, /--cacert/);
-    assert.equal(secure.log.length, 0, 'no request reached the broker');
-  });
+for (const { transport, args, stdin } of INVOCATIONS) {
+  describe(`https over ${transport}`, () => {
+    const extend = (leaseId: string, flags: string[], env: Record<string, string> = {}) =>
+      runInProcess([...args(leaseId), '-o', 'ndjson', ...flags], { stdin: stdin(leaseId), env });
 
-  it('--insecure connects anyway and warns that the certificate is not verified', async () => {
-    const leaseId = secure.mint();
-    const result = await runInProcess([
-      'lease',
-      'extend',
-      leaseId,
-      '--server',
-      secure.url,
-      '--token',
-      TOKEN,
-      '--insecure',
-    ]);
-    assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stderr, /warning: --insecure: the TLS certificate of 127\.0\.0\.1:\d+ is not verified/);
-  });
-
-  it("a context's cacert is read relative to the config file", async () => {
-    const directory = mkdtempSync(join(scratch, 'ctx-'));
-    writeFileSync(join(directory, 'ca.pem'), certificate.cert);
-    writeFileSync(
-      join(directory, 'config.yaml'),
-      `current-context: tls\ncontexts:\n  - name: tls\n    server: ${secure.url}\n    cacert: ca.pem\n`,
-    );
-    const leaseId = secure.mint();
-    const result = await runInProcess(['lease', 'extend', leaseId, '--token', TOKEN], {
-      env: { QUEEN_CONFIG: join(directory, 'config.yaml') },
+    it("--cacert trusts the broker's CA: the renewal goes through, without a warning", async () => {
+      const leaseId = secure.mint();
+      const result = await extend(leaseId, [
+        '--server',
+        secure.url,
+        '--token',
+        TOKEN,
+        '--cacert',
+        certificate.certFile,
+      ]);
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(secure.url, /^https:/);
+      assert.equal(JSON.parse(result.stdout).renewed, 1);
+      assert.equal(secure.log[0]?.authorization, `Bearer ${TOKEN}`);
+      assert.equal(result.stderr, '');
     });
-    assert.equal(result.code, 0, result.stderr);
+
+    it('without --cacert a self-signed broker is refused: exit 2, a TLS message, nothing sent', async () => {
+      const result = await extend('some-lease', ['--server', secure.url, '--token', TOKEN]);
+      assert.equal(result.code, 2);
+      assert.match(result.stderr, /TLS connection to https:\/\/127\.0\.0\.1:\d+ failed/);
+      assert.match(result.stderr, /--cacert/);
+      assert.equal(secure.log.length, 0, 'no request reached the broker');
+    });
+
+    it('--insecure connects anyway and warns that the certificate is not verified', async () => {
+      const leaseId = secure.mint();
+      const result = await extend(leaseId, ['--server', secure.url, '--token', TOKEN, '--insecure']);
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(JSON.parse(result.stdout).renewed, 1);
+      assert.match(result.stderr, /warning: --insecure: the TLS certificate of 127\.0\.0\.1:\d+ is not verified/);
+    });
+
+    it("a context's cacert is read relative to the config file", async () => {
+      const directory = mkdtempSync(join(scratch, 'ctx-'));
+      writeFileSync(join(directory, 'ca.pem'), certificate.cert);
+      writeFileSync(
+        join(directory, 'config.yaml'),
+        `current-context: tls\ncontexts:\n  - name: tls\n    server: ${secure.url}\n    cacert: ca.pem\n`,
+      );
+      const leaseId = secure.mint();
+      const result = await extend(leaseId, ['--token', TOKEN], { QUEEN_CONFIG: join(directory, 'config.yaml') });
+      assert.equal(result.code, 0, result.stderr);
+    });
+  });
+}
+
+describe('which transport a run uses (-v names it)', () => {
+  const chosen = (stderr: string): string | undefined => /^queenctl: transport: (\S+)/m.exec(stderr)?.[1];
+  const server = (): string[] => ['--server', plain.url, '--token', TOKEN, '-v'];
+
+  it('a few requests, fixed by the command line, go over node:http', async () => {
+    const leaseId = plain.mint();
+    for (const args of [
+      ['lease', 'extend', leaseId],
+      ['lease', 'extend', leaseId, plain.mint()],
+      ['lease', 'inspect', leaseId],
+      ['lease', 'list'],
+      ['ping'],
+    ]) {
+      const result = await runInProcess([...args, ...server(), '-o', 'json']);
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(chosen(result.stderr), 'node:http', args.join(' '));
+    }
+  });
+
+  it('ids from standard input, a watch, a listing with expiries or --watch, and a proxy go over undici', async () => {
+    const leaseId = plain.mint();
+    const runs: Array<[string[], { stdin?: string; env?: Record<string, string> }]> = [
+      [['lease', 'extend', '-'], { stdin: `${leaseId}\n` }],
+      [['lease', 'inspect', '-'], { stdin: `${leaseId}\n` }],
+      [['lease', 'watch', leaseId, '--for', '300ms'], {}],
+      [['lease', 'list', '--expiry'], {}],
+      [['lease', 'list', '--expiring-within', '10m'], {}],
+      [['lease', 'extend', leaseId], { env: { HTTP_PROXY: 'http://127.0.0.1:9', NO_PROXY: '127.0.0.1' } }],
+    ];
+    for (const [args, options] of runs) {
+      const result = await runInProcess([...args, ...server(), '-o', 'ndjson'], options);
+      assert.equal(result.code, 0, `${args.join(' ')}: ${result.stderr}`);
+      assert.equal(chosen(result.stderr), 'undici', args.join(' '));
+    }
+    const listWatch = startInProcess(['lease', 'list', '--watch', ...server(), '-o', 'ndjson']);
+    await listWatch.waitForStderr(/^queenctl: transport: /m);
+    listWatch.kill('SIGINT');
+    assert.equal(chosen((await listWatch.exited).stderr), 'undici', 'lease list --watch');
   });
 });
 

@@ -71,12 +71,18 @@ async function queenctl(
   packageDir: string,
   args: string[],
   extra: Record<string, string | undefined>,
+  input = '',
 ): Promise<{ stdout: string; stderr: string }> {
   const bin = join(packageDir, 'bin', 'queenctl.cjs');
-  return execFile(process.execPath, [bin, ...args], { env: { ...env, QUEENCTL_DEBUG: '1', ...extra } });
+  const running = execFile(process.execPath, [bin, ...args], { env: { ...env, QUEENCTL_DEBUG: '1', ...extra } });
+  running.child.stdin?.end(input);
+  return running;
 }
 
+/** One id on the command line: node:http, no undici (src/commands/globals.ts). */
 const extendArgs = (): string[] => ['lease', 'extend', sim.mint(), '--server', sim.url, '-o', 'json'];
+/** Ids from standard input: undici, and its file of the bundle. */
+const bulkExtendArgs = (): string[] => ['lease', 'extend', '-', '--server', sim.url, '-o', 'ndjson'];
 
 /** `// queenctl build <id> node <version>`, the bundle's first line (scripts/bundle.mjs). */
 function buildOf(packageDir: string): { id: string; node: string } {
@@ -163,20 +169,33 @@ it('without a cache that fits, each kind of run makes its own and the next run o
   assert.doesNotMatch(version.stderr, /queenctl-undici/);
   assert.deepEqual(readdirSync(dir), [`${prefix}.local.cache`]);
   // A lease run does not use it (on Node 20 it runs under other V8 flags): it makes the net kind's.
+  // One id goes over node:http, so undici's file is not loaded.
   const lease = await queenctl(copy, extendArgs(), extra);
   assert.match(lease.stderr, /code cache absent/);
+  assert.doesNotMatch(lease.stderr, /queenctl-undici/);
+  assert.deepEqual(readdirSync(dir).sort(), [`${prefix}.local.cache`, `${prefix}.net.cache`]);
+  // Ids from standard input load undici's file, and leave a cache for it.
+  const bulk = await queenctl(copy, bulkExtendArgs(), extra, `${sim.mint()}\n`);
+  assert.match(bulk.stderr, /code cache of queenctl-undici\.cjs absent/);
   assert.deepEqual(readdirSync(dir).sort(), [
     `${prefix}.local.cache`,
     `${prefix}.net-undici.cache`,
     `${prefix}.net.cache`,
   ]);
-  for (const [args, kind] of [
-    [extendArgs(), 'net'],
-    [['version', '--short'], 'net'],
-    [['help'], 'local'],
-  ] as Array<[string[], string]>) {
-    const again = await queenctl(copy, args, extra);
+  const runs: Array<[string[], string, string]> = [
+    [extendArgs(), '', 'net'],
+    [bulkExtendArgs(), `${sim.mint()}\n`, 'net'],
+    [['version', '--short'], '', 'net'],
+    [['help'], '', 'local'],
+  ];
+  for (const [args, input, kind] of runs) {
+    const again = await queenctl(copy, args, extra, input);
     assert.match(again.stderr, new RegExp(`code cache accepted \\(made on this machine .*\\.${kind}\\.cache`));
+    if (input !== '')
+      assert.match(
+        again.stderr,
+        /code cache of queenctl-undici\.cjs accepted \(made on this machine .*\.net-undici\.cache/,
+      );
     assert.doesNotMatch(again.stderr, /code cache written/);
   }
 
@@ -206,7 +225,7 @@ it('caches of other builds and Node versions go once a week old; a fresh one sta
   writeFileSync(join(dir, 'v0.0.2-x64-0123456789abcdef.net.cache'), 'in use by another Node');
   await queenctl(copy, extendArgs(), { XDG_CACHE_HOME: cacheHome });
   const prefix = `${process.version}-${process.arch}-${buildOf(copy).id}`;
-  const kept = [`${prefix}.net.cache`, `${prefix}.net-undici.cache`, 'v0.0.2-x64-0123456789abcdef.net.cache'];
+  const kept = [`${prefix}.net.cache`, 'v0.0.2-x64-0123456789abcdef.net.cache'];
   assert.deepEqual(readdirSync(dir).sort(), kept.sort());
 });
 

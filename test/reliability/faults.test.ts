@@ -6,7 +6,8 @@
  * recover; the others must be sent once even when retries are allowed.
  *
  * Every row runs the verb in this process (the real broker client over loopback, buffers for
- * the streams: a process per row would cost half a second each); one row of each kind runs
+ * the streams: a process per row would cost half a second each), over each transport (undici and
+ * node:http: src/commands/globals.ts chooses one per run); one row of each kind runs
  * again through the whole command line (run() of src/cli.ts, in this process), for the exit
  * status and streams a shell sees; each exit status through the real binary is
  * test/process/exit-codes.test.ts. Rows run with --retries 0
@@ -20,6 +21,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startSimulator, type Fault, type Simulator } from '../../tools/simulator/index.js';
 import { instantClock } from '../support/fakes.js';
+import { TRANSPORTS } from '../support/transports.js';
 import {
   assertNoStackTrace,
   assertOneLineReason,
@@ -488,29 +490,33 @@ const timeoutMsFor = (row: Row): number => (row.timeout === '300ms' ? 300 : 10_0
 // side, so the rows that wait for a timeout overlap.
 describe('the fault matrix', { concurrency: true }, () => {
   for (const verb of VERBS) {
-    describe(`lease ${verb}: each failure, its exit code and one line of reason`, { concurrency: 8 }, () => {
-      for (const row of ROWS) {
-        it(`${row.name}: exit ${row.code}, ${row.transient ? 'transient' : 'not retried'}`, {
-          timeout: 30_000,
-        }, async () => {
-          const leaseId = sim.mint();
-          if (row.fault) sim.inject(row.fault(leaseId));
-          const result = await runVerb(verb, [leaseId], row.server?.() ?? sim.url, {
-            retries: retriesFor(row),
-            timeoutMs: timeoutMsFor(row),
+    for (const transport of TRANSPORTS)
+      describe(`lease ${verb} over ${transport}: each failure, its exit code and one line of reason`, {
+        concurrency: 8,
+      }, () => {
+        for (const row of ROWS) {
+          it(`${row.name}: exit ${row.code}, ${row.transient ? 'transient' : 'not retried'}`, {
+            timeout: 30_000,
+          }, async () => {
+            const leaseId = sim.mint();
+            if (row.fault) sim.inject(row.fault(leaseId));
+            const result = await runVerb(verb, [leaseId], row.server?.() ?? sim.url, {
+              retries: retriesFor(row),
+              timeoutMs: timeoutMsFor(row),
+              transport,
+            });
+            assert.equal(result.code, row.code, describeResult(result));
+            assertOneLineReason(result.stderr, row.reason);
+            assert.equal(result.stdout, '', 'a failed lease prints nothing on stdout');
+            if (row.sent !== null) assert.equal(sentFor(leaseId), row.sent, 'requests the broker received');
+            assert.equal(
+              sim.log.filter((entry) => entry.leaseId?.startsWith('followed-')).length,
+              0,
+              'no redirect was followed',
+            );
           });
-          assert.equal(result.code, row.code, describeResult(result));
-          assertOneLineReason(result.stderr, row.reason);
-          assert.equal(result.stdout, '', 'a failed lease prints nothing on stdout');
-          if (row.sent !== null) assert.equal(sentFor(leaseId), row.sent, 'requests the broker received');
-          assert.equal(
-            sim.log.filter((entry) => entry.leaseId?.startsWith('followed-')).length,
-            0,
-            'no redirect was followed',
-          );
-        });
-      }
-    });
+        }
+      });
 
     describe(`lease ${verb}: the same failures through the command line`, { concurrency: 4 }, () => {
       for (const row of ROWS.filter((candidate) => THROUGH_THE_COMMAND_LINE.has(candidate.name))) {
@@ -537,86 +543,91 @@ describe('the fault matrix', { concurrency: true }, () => {
       }
     });
 
-    describe(`lease ${verb}: transient failures are retried and recover`, { concurrency: 8 }, () => {
-      for (const row of ROWS.filter((candidate) => candidate.transient)) {
-        const recovers = row.fault !== undefined;
-        const outcome = recovers
-          ? 'twice, then the answer: exit 0 after 3 requests'
-          : 'retried as many times as asked, then exit 2';
-        it(`${row.name}: ${outcome}`, {
+    for (const transport of TRANSPORTS)
+      describe(`lease ${verb} over ${transport}: transient failures are retried and recover`, {
+        concurrency: 8,
+      }, () => {
+        for (const row of ROWS.filter((candidate) => candidate.transient)) {
+          const recovers = row.fault !== undefined;
+          const outcome = recovers
+            ? 'twice, then the answer: exit 0 after 3 requests'
+            : 'retried as many times as asked, then exit 2';
+          it(`${row.name}: ${outcome}`, {
+            timeout: 30_000,
+          }, async () => {
+            const leaseId = sim.mint();
+            if (row.fault) sim.inject({ ...row.fault(leaseId), times: 2 });
+            // Long enough that the third, healthy request never meets it, even on a loaded machine
+            // (2 s was not, with two suites and a build side by side on two cores).
+            const timeoutMs = recovers && row.timeout ? 5_000 : timeoutMsFor(row);
+            const result = await runVerb(verb, [leaseId], row.server?.() ?? sim.url, {
+              retries: 2,
+              timeoutMs,
+              clock: instantClock,
+              transport,
+            });
+            assertNoStackTrace(result.stderr);
+            assert.match(result.stderr, /retry 1 of 2 in \d+ms\n/);
+            assert.match(result.stderr, /retry 2 of 2 in \d+ms\n/);
+            if (!recovers) {
+              assert.equal(result.code, 2, describeResult(result));
+              assert.equal(result.stdout, '');
+              return;
+            }
+            assert.equal(result.code, 0, describeResult(result));
+            assert.equal(sentFor(leaseId), 3);
+            const [record] = records(result.stdout);
+            if (verb === 'extend') assert.equal(record?.renewed, 1);
+            else assert.equal(record?.live, true);
+          });
+        }
+      });
+
+    for (const transport of TRANSPORTS)
+      describe(`lease ${verb} over ${transport}: one run over many failing leases`, () => {
+        it('gives every failing lease a record that cannot read as success, keeps the good one, and exits 2', {
           timeout: 30_000,
         }, async () => {
-          const leaseId = sim.mint();
-          if (row.fault) sim.inject({ ...row.fault(leaseId), times: 2 });
-          // Long enough that the third, healthy request never meets it, even on a loaded machine
-          // (2 s was not, with two suites and a build side by side on two cores).
-          const timeoutMs = recovers && row.timeout ? 5_000 : timeoutMsFor(row);
-          const result = await runVerb(verb, [leaseId], row.server?.() ?? sim.url, {
-            retries: 2,
-            timeoutMs,
-            clock: instantClock,
+          const rows = ROWS.filter((row) => row.fault !== undefined && row.server === undefined);
+          const failing = rows.map((row) => {
+            const leaseId = sim.mint();
+            sim.inject((row.fault as (id: string) => Fault)(leaseId));
+            return leaseId;
           });
+          const good = sim.mint({ partitions: 2 });
+          const ids = [...failing, good];
+          // Only the slow row may meet the timeout: on a loaded machine healthy answers to 20
+          // requests at once (a 10 MB body among them) took over 5 s, and enough of them in a row
+          // read as a broker that is down, which stops the run early (renew-all.ts).
+          const result = await runVerb(verb, ids, sim.url, { timeoutMs: 10_000, transport });
+          assert.equal(result.code, 2, describeResult(result));
           assertNoStackTrace(result.stderr);
-          assert.match(result.stderr, /retry 1 of 2 in \d+ms\n/);
-          assert.match(result.stderr, /retry 2 of 2 in \d+ms\n/);
-          if (!recovers) {
-            assert.equal(result.code, 2, describeResult(result));
-            assert.equal(result.stdout, '');
-            return;
-          }
-          assert.equal(result.code, 0, describeResult(result));
-          assert.equal(sentFor(leaseId), 3);
-          const [record] = records(result.stdout);
-          if (verb === 'extend') assert.equal(record?.renewed, 1);
-          else assert.equal(record?.live, true);
+          const printed = records(result.stdout);
+          assert.deepEqual(
+            printed.map((record) => record.leaseId),
+            ids,
+            'one record per lease, in input order',
+          );
+          printed.slice(0, -1).forEach((record, i) => {
+            const row = rows[i] as Row;
+            assert.match(String(record.error), unanchored(row.reason), row.name);
+            if (verb === 'extend') {
+              assert.equal(record.renewed, null, row.name);
+              assert.equal(record.success, false, row.name);
+              assert.equal(record.expiresAt, null, row.name);
+            } else {
+              assert.equal(record.live, null, row.name);
+              assert.equal(record.held, null, row.name);
+              assert.equal(record.remainingMs, null, row.name);
+            }
+          });
+          const last = printed.at(-1);
+          if (verb === 'extend') assert.equal(last?.renewed, 2);
+          else assert.equal(last?.held, 2);
+          // Every reason is said on stderr, naming its leases.
+          for (const row of rows) assert.match(result.stderr, unanchored(row.reason), row.name);
         });
-      }
-    });
-
-    describe(`lease ${verb}: one run over many failing leases`, () => {
-      it('gives every failing lease a record that cannot read as success, keeps the good one, and exits 2', {
-        timeout: 30_000,
-      }, async () => {
-        const rows = ROWS.filter((row) => row.fault !== undefined && row.server === undefined);
-        const failing = rows.map((row) => {
-          const leaseId = sim.mint();
-          sim.inject((row.fault as (id: string) => Fault)(leaseId));
-          return leaseId;
-        });
-        const good = sim.mint({ partitions: 2 });
-        const ids = [...failing, good];
-        // Only the slow row may meet the timeout: on a loaded machine healthy answers to 20
-        // requests at once (a 10 MB body among them) took over 5 s, and enough of them in a row
-        // read as a broker that is down, which stops the run early (renew-all.ts).
-        const result = await runVerb(verb, ids, sim.url, { timeoutMs: 10_000 });
-        assert.equal(result.code, 2, describeResult(result));
-        assertNoStackTrace(result.stderr);
-        const printed = records(result.stdout);
-        assert.deepEqual(
-          printed.map((record) => record.leaseId),
-          ids,
-          'one record per lease, in input order',
-        );
-        printed.slice(0, -1).forEach((record, i) => {
-          const row = rows[i] as Row;
-          assert.match(String(record.error), unanchored(row.reason), row.name);
-          if (verb === 'extend') {
-            assert.equal(record.renewed, null, row.name);
-            assert.equal(record.success, false, row.name);
-            assert.equal(record.expiresAt, null, row.name);
-          } else {
-            assert.equal(record.live, null, row.name);
-            assert.equal(record.held, null, row.name);
-            assert.equal(record.remainingMs, null, row.name);
-          }
-        });
-        const last = printed.at(-1);
-        if (verb === 'extend') assert.equal(last?.renewed, 2);
-        else assert.equal(last?.held, 2);
-        // Every reason is said on stderr, naming its leases.
-        for (const row of rows) assert.match(result.stderr, unanchored(row.reason), row.name);
       });
-    });
 
     describe(`lease ${verb}: 200s that disagree with themselves: renewed decides`, () => {
       it('success: true with renewed: 0 exits 4 and says the lease is not held', async () => {

@@ -8,13 +8,13 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import type { StdinLike } from '../../src/args.js';
 import { BrokerClient } from '../../src/broker/client.js';
-import { UndiciTransport } from '../../src/broker/undici-transport.js';
 import { DEFAULT_RETRY } from '../../src/broker/retry.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { runExtend } from '../../src/commands/lease/extend.js';
 import { runInspect } from '../../src/commands/lease/inspect.js';
 import type { OutputFormat } from '../../src/output/format.js';
 import { bufferIO } from '../support/fakes.js';
+import { makeTransport, type TransportName } from '../support/transports.js';
 import { type InProcessOptions, type InProcessResult, runInProcess } from '../support/in-process.js';
 
 /** queenctl's whole command line (arguments, environment, exit code), run in this process. */
@@ -84,12 +84,15 @@ export interface VerbRunOptions {
   clock?: Clock;
   signal?: AbortSignal;
   concurrency?: number;
+  /** The transport the requests go over (default undici, as `-` runs use). */
+  transport?: TransportName;
 }
 
 /**
  * Runs `extend` or `inspect` in this process, the way globals.ts wires them: the real broker
- * client over loopback, buffers for the streams. The fault matrix runs here (a process per row
- * would cost half a second each); a subset also runs as a process (faults.test.ts).
+ * client over loopback (over either transport), buffers for the streams. The fault matrix runs
+ * here (a process per row would cost half a second each); a subset also runs as a process
+ * (faults.test.ts).
  */
 export async function runVerb(
   verb: 'extend' | 'inspect',
@@ -103,7 +106,7 @@ export async function runVerb(
     server,
     timeoutMs: options.timeoutMs ?? 10_000,
     userAgent: 'queenctl/test',
-    transport: new UndiciTransport({ connections: options.concurrency ?? 16 }),
+    transport: makeTransport(options.transport ?? 'undici', { connections: options.concurrency ?? 16 }),
   });
   const runtime = {
     io,

@@ -1,15 +1,19 @@
 /**
- * The undici transport against a server on loopback: what goes on the wire, what comes back
- * (status, the headers the client reads, the body up to its cap), and how each failure is
- * classified for the client to word.
+ * Both transports (undici, node:http) against a server on loopback: what goes on the wire, what
+ * comes back (status, the headers the client reads, the body up to its cap), how a request ends
+ * early, TLS, and how each failure is classified for the client to word. The proxy is undici's
+ * alone.
  */
 import assert from 'node:assert/strict';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { classify, TransportFailure, type Cancellation, type TransportRequest } from '../../src/broker/transport.js';
 import { UndiciTransport } from '../../src/broker/undici-transport.js';
 import { startProxy } from '../support/proxy.js';
+import { makeCertificate } from '../support/tls.js';
+import { makeTransport, TRANSPORTS } from '../support/transports.js';
 
 interface Received {
   method: string;
@@ -21,11 +25,14 @@ interface Received {
 let server: http.Server;
 let origin: string;
 const received: Received[] = [];
+/** The server side of each request, by path, as it arrives: to see it closed. */
+const arrived = new Map<string, IncomingMessage>();
 /** What the server does, by request path. */
 const routes = new Map<string, (req: IncomingMessage, res: ServerResponse) => void>();
 
 before(async () => {
   server = http.createServer((req, res) => {
+    arrived.set(req.url ?? '', req);
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -69,117 +76,290 @@ async function deadPort(): Promise<number> {
   return port;
 }
 
-describe('UndiciTransport', () => {
-  const transport = new UndiciTransport({ maxBodyBytes: 1000 });
-  after(() => transport.close());
+/** Resolves when the server sees the connection of the request to `path` closed. */
+function closedOnServer(path: string): Promise<void> {
+  const req = arrived.get(path);
+  assert.ok(req, `${path} reached the server`);
+  return new Promise((resolve) => {
+    if (req.socket.destroyed) resolve();
+    else req.socket.once('close', () => resolve());
+  });
+}
 
-  it('sends the request as given; hands back the status, the body and the headers the client reads', async () => {
-    routes.set('/base/api/v1/lease/a%2Fb/extend', (_req, res) =>
-      res
-        .writeHead(503, {
-          date: 'Wed, 02 Dec 2026 10:00:00 GMT',
-          'retry-after': '7',
-          'content-type': 'application/json',
-          'x-internal': 'not for the client',
-        })
-        .end('{"error":"unavailable"}'),
-    );
-    const answer = await transport.send(
-      request('/base/api/v1/lease/a%2Fb/extend', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer t0ken', 'user-agent': 'queenctl/1' },
-        body: '{"seconds":30}',
-      }),
-    );
-    assert.deepEqual(answer, {
-      status: 503,
-      headers: { date: 'Wed, 02 Dec 2026 10:00:00 GMT', 'retry-after': '7' },
-      body: '{"error":"unavailable"}',
+async function until(check: () => boolean): Promise<void> {
+  while (!check()) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+// A transport that missed an end would leave its test waiting: the timeout makes that a failure.
+for (const name of TRANSPORTS)
+  describe(`the ${name} transport`, { timeout: 30_000 }, () => {
+    const transport = makeTransport(name, { maxBodyBytes: 1000 });
+    after(() => transport.close());
+
+    it('sends the request as given; hands back the status, the body and the headers the client reads', async () => {
+      routes.set('/base/api/v1/lease/a%2Fb/extend', (_req, res) =>
+        res
+          .writeHead(503, {
+            date: 'Wed, 02 Dec 2026 10:00:00 GMT',
+            'retry-after': '7',
+            'content-type': 'application/json',
+            'x-internal': 'not for the client',
+          })
+          .end('{"error":"unavailable"}'),
+      );
+      const answer = await transport.send(
+        request('/base/api/v1/lease/a%2Fb/extend', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: 'Bearer t0ken', 'user-agent': 'queenctl/1' },
+          body: '{"seconds":30}',
+        }),
+      );
+      assert.deepEqual(answer, {
+        status: 503,
+        headers: { date: 'Wed, 02 Dec 2026 10:00:00 GMT', 'retry-after': '7' },
+        body: '{"error":"unavailable"}',
+      });
+      const sent = received.at(-1)!;
+      assert.equal(sent.method, 'POST');
+      assert.equal(sent.url, '/base/api/v1/lease/a%2Fb/extend', 'the path goes out as given, never re-encoded');
+      assert.equal(sent.headers.authorization, 'Bearer t0ken');
+      assert.equal(sent.headers['user-agent'], 'queenctl/1');
+      assert.equal(sent.body, '{"seconds":30}');
     });
-    const sent = received.at(-1)!;
-    assert.equal(sent.method, 'POST');
-    assert.equal(sent.url, '/base/api/v1/lease/a%2Fb/extend', 'the path goes out as given, never re-encoded');
-    assert.equal(sent.headers.authorization, 'Bearer t0ken');
-    assert.equal(sent.headers['user-agent'], 'queenctl/1');
-    assert.equal(sent.body, '{"seconds":30}');
-  });
 
-  it('a GET goes without a body, and a redirect is handed back with its location, not followed', async () => {
-    routes.set('/api/v1/consumer-groups', (_req, res) => res.writeHead(302, { location: '/elsewhere' }).end());
-    const answer = await transport.send(request('/api/v1/consumer-groups'));
-    assert.equal(answer.status, 302);
-    assert.equal(answer.headers.location, '/elsewhere');
-    assert.equal(received.at(-1)?.method, 'GET');
-    assert.equal(received.at(-1)?.body, '');
-  });
-
-  it('reads a body up to its cap, and refuses one byte more', async () => {
-    routes.set('/at-cap', (_req, res) => res.writeHead(200).end('x'.repeat(1000)));
-    routes.set('/over-cap', (_req, res) => res.writeHead(200).end('x'.repeat(1001)));
-    assert.equal((await transport.send(request('/at-cap'))).body.length, 1000);
-    const tooLarge = await failure(transport.send(request('/over-cap')));
-    assert.equal(tooLarge.kind, 'too-large');
-    assert.equal(tooLarge.message, 'larger than 1000 bytes');
-  });
-
-  it('a refused connection is a `refused` failure with its code', async () => {
-    const refused = await failure(transport.send(request('/', { origin: `http://127.0.0.1:${await deadPort()}` })));
-    assert.equal(refused.kind, 'refused');
-    assert.equal(refused.code, 'ECONNREFUSED');
-    assert.equal(refused.viaProxy, false);
-  });
-
-  it('a connection closed in the middle of the body is a `reset` failure', async () => {
-    routes.set('/half', (_req, res) => {
-      res.writeHead(200, { 'content-length': '100' });
-      res.write('{"leaseId":');
-      setImmediate(() => res.socket?.destroy());
+    it('a GET goes without a body, and a redirect is handed back with its location, not followed', async () => {
+      routes.set('/api/v1/consumer-groups', (_req, res) => res.writeHead(302, { location: '/elsewhere' }).end());
+      const answer = await transport.send(request('/api/v1/consumer-groups'));
+      assert.equal(answer.status, 302);
+      assert.equal(answer.headers.location, '/elsewhere');
+      assert.equal(received.at(-1)?.method, 'GET');
+      assert.equal(received.at(-1)?.body, '');
     });
-    assert.equal((await failure(transport.send(request('/half')))).kind, 'reset');
-  });
 
-  it('a request ended by its signal rejects at once, with no TransportFailure (the caller knows why)', async () => {
-    routes.set('/hang', () => {});
-    const stop = new AbortController();
-    const pending = transport.send(request('/hang', { signal: stop.signal }));
-    stop.abort(new Error('deadline'));
-    const error = await pending.then(
-      () => assert.fail('expected the request to fail'),
-      (caught: unknown) => caught,
-    );
-    assert.ok(!(error instanceof TransportFailure), String(error));
-  });
-
-  it('a request ended by its Cancellation rejects at once with its reason, and never reads `signal`', async () => {
-    routes.set('/hang', () => {});
-    let listener: ((reason: unknown) => void) | null = null;
-    const cancel: Cancellation = {
-      cancelled: false,
-      reason: undefined,
-      onCancel: (next) => {
-        listener = next;
-      },
-    };
-    // The client makes this AbortSignal only when it is read (issue 19): a transport given
-    // `cancel` must not read it.
-    const sent = request('/hang', { cancel });
-    Object.defineProperty(sent, 'signal', {
-      get: () => assert.fail('the transport read `signal` although it was given `cancel`'),
+    it('reads a body up to its cap, and refuses one byte more', async () => {
+      routes.set('/at-cap', (_req, res) => res.writeHead(200).end('x'.repeat(1000)));
+      routes.set('/over-cap', (_req, res) => res.writeHead(200).end('x'.repeat(1001)));
+      assert.equal((await transport.send(request('/at-cap'))).body.length, 1000);
+      const tooLarge = await failure(transport.send(request('/over-cap')));
+      assert.equal(tooLarge.kind, 'too-large');
+      assert.equal(tooLarge.message, 'larger than 1000 bytes');
     });
-    const pending = transport.send(sent);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    assert.ok(listener, 'the transport listens to the Cancellation');
-    const reason = new Error('deadline');
-    (listener as (reason: unknown) => void)(reason);
-    const error = await pending.then(
-      () => assert.fail('expected the request to fail'),
-      (caught: unknown) => caught,
-    );
-    assert.equal(error, reason);
-    assert.equal(listener, null, 'the transport let go of the Cancellation once the request ended');
+
+    it('a refused connection is a `refused` failure with its code', async () => {
+      const refused = await failure(transport.send(request('/', { origin: `http://127.0.0.1:${await deadPort()}` })));
+      assert.equal(refused.kind, 'refused');
+      assert.equal(refused.code, 'ECONNREFUSED');
+      assert.equal(refused.viaProxy, false);
+    });
+
+    it('a connection closed in the middle of the body is a `reset` failure', async () => {
+      routes.set('/half', (_req, res) => {
+        res.writeHead(200, { 'content-length': '100' });
+        res.write('{"leaseId":');
+        setImmediate(() => res.socket?.destroy());
+      });
+      assert.equal((await failure(transport.send(request('/half')))).kind, 'reset');
+    });
+
+    it('a request ended by its signal rejects at once with its reason, and its connection is dropped', async () => {
+      routes.set('/hang-signal', () => {});
+      const stop = new AbortController();
+      const pending = transport.send(request('/hang-signal', { signal: stop.signal }));
+      await until(() => arrived.has('/hang-signal'));
+      const reason = new Error('deadline');
+      stop.abort(reason);
+      const error = await pending.then(
+        () => assert.fail('expected the request to fail'),
+        (caught: unknown) => caught,
+      );
+      assert.equal(error, reason, 'the reason of the end, not a TransportFailure (the caller knows why)');
+      await closedOnServer('/hang-signal');
+    });
+
+    it('a signal already aborted ends the request before anything is sent', async () => {
+      const stop = new AbortController();
+      const reason = new Error('stopped');
+      stop.abort(reason);
+      const before = received.length;
+      const error = await transport.send(request('/never', { signal: stop.signal })).then(
+        () => assert.fail('expected the request to fail'),
+        (caught: unknown) => caught,
+      );
+      assert.equal(error, reason);
+      assert.equal(received.length, before);
+    });
+
+    it('a request ended by its Cancellation rejects at once with its reason, and never reads `signal`', async () => {
+      routes.set('/hang-cancel', () => {});
+      let listener: ((reason: unknown) => void) | null = null;
+      const cancel: Cancellation = {
+        cancelled: false,
+        reason: undefined,
+        onCancel: (next) => {
+          listener = next;
+        },
+      };
+      // The client makes this AbortSignal only when it is read (issue 19): a transport given
+      // `cancel` must not read it.
+      const sent = request('/hang-cancel', { cancel });
+      Object.defineProperty(sent, 'signal', {
+        get: () => assert.fail('the transport read `signal` although it was given `cancel`'),
+      });
+      const pending = transport.send(sent);
+      await until(() => arrived.has('/hang-cancel'));
+      assert.ok(listener, 'the transport listens to the Cancellation');
+      const reason = new Error('deadline');
+      (listener as (reason: unknown) => void)(reason);
+      const error = await pending.then(
+        () => assert.fail('expected the request to fail'),
+        (caught: unknown) => caught,
+      );
+      assert.equal(error, reason);
+      assert.equal(listener, null, 'the transport let go of the Cancellation once the request ended');
+      await closedOnServer('/hang-cancel');
+    });
+
+    it('a request ended while it waits for a connection of the pool never goes out; the pool goes on', async () => {
+      const single = makeTransport(name, { connections: 1 });
+      try {
+        routes.set('/busy', () => {});
+        routes.set('/next', (_req, res) => res.writeHead(200).end('next'));
+        const first = new AbortController();
+        const busy = single.send(request('/busy', { signal: first.signal })).catch((error: unknown) => error);
+        await until(() => arrived.has('/busy'));
+        const waiting = new AbortController();
+        const queued = single.send(request('/queued', { signal: waiting.signal }));
+        const reason = new Error('deadline while queued');
+        waiting.abort(reason);
+        assert.equal(await queued.catch((error: unknown) => error), reason);
+        first.abort(new Error('done'));
+        await busy;
+        assert.equal((await single.send(request('/next'))).body, 'next');
+        assert.ok(!received.some((entry) => entry.url === '/queued'), 'the queued request was never sent');
+      } finally {
+        await single.close();
+      }
+    });
+
+    it("what goes on the wire: Host, the caller's headers, a Content-Length and never chunked", async () => {
+      const raw = await rawServer((text) => {
+        const [head = '', body = ''] = text.split('\r\n\r\n');
+        return head.includes('content-length') && body.length < 14
+          ? undefined
+          : 'HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok';
+      });
+      try {
+        const answer = await transport.send(
+          request('/api/v1/lease/x/extend', {
+            origin: raw.origin,
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'user-agent': 'queenctl/1' },
+            body: '{"seconds":30}',
+          }),
+        );
+        assert.equal(answer.body, 'ok');
+        const [head = '', body] = raw.text().split('\r\n\r\n');
+        const [requestLine, ...lines] = head.split('\r\n');
+        assert.equal(requestLine, 'POST /api/v1/lease/x/extend HTTP/1.1');
+        const headers = Object.fromEntries(
+          lines.map((line) => [
+            line.slice(0, line.indexOf(':')).toLowerCase(),
+            line.slice(line.indexOf(':') + 1).trim(),
+          ]),
+        );
+        assert.equal(headers.host, new URL(raw.origin).host);
+        assert.equal(headers['content-type'], 'application/json');
+        assert.equal(headers['user-agent'], 'queenctl/1');
+        assert.equal(headers['content-length'], '14');
+        assert.equal(headers['transfer-encoding'], undefined, 'not chunked');
+        assert.equal(body, '{"seconds":30}');
+      } finally {
+        await raw.close();
+      }
+    });
+
+    it('hands back a repeated header as an array, and reads past a 1xx to the answer', async () => {
+      const raw = await rawServer(() =>
+        [
+          'HTTP/1.1 103 Early Hints\r\nlink: </style.css>\r\nretry-after: 99\r\n\r\n',
+          'HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nretry-after: 4\r\nDate: Wed, 02 Dec 2026 10:00:00 GMT',
+          '\r\nX-Other: 1\r\ncontent-length: 4\r\n\r\nslow',
+        ].join(''),
+      );
+      try {
+        const answer = await transport.send(request('/', { origin: raw.origin }));
+        assert.deepEqual(answer, {
+          status: 429,
+          headers: { 'retry-after': ['3', '4'], date: 'Wed, 02 Dec 2026 10:00:00 GMT' },
+          body: 'slow',
+        });
+      } finally {
+        await raw.close();
+      }
+    });
+
+    it('an answer that is not HTTP is a failure, not an answer', async () => {
+      const raw = await rawServer(() => 'SSH-2.0-OpenSSH_9.6\r\n');
+      try {
+        const failed = await failure(transport.send(request('/', { origin: raw.origin })));
+        assert.equal(failed.kind, 'other');
+      } finally {
+        await raw.close();
+      }
+    });
+
+    it('a host that does not resolve is `host-not-found`; an origin that is not a URL is `bad-address`', async () => {
+      const unknown = await failure(transport.send(request('/', { origin: 'http://queen.invalid' })));
+      assert.equal(unknown.kind, 'host-not-found');
+      const bad = await failure(transport.send(request('/', { origin: 'http://exa mple:1' })));
+      assert.equal(bad.kind, 'bad-address');
+    });
+
+    describe('https', () => {
+      const certificate = makeCertificate();
+      let secure: https.Server;
+      let secureOrigin: string;
+      before(async () => {
+        secure = https.createServer({ key: certificate.key, cert: certificate.cert }, (_req, res) =>
+          res.writeHead(200).end('secure'),
+        );
+        await new Promise<void>((resolve) => secure.listen(0, '127.0.0.1', resolve));
+        secureOrigin = `https://127.0.0.1:${(secure.address() as net.AddressInfo).port}`;
+      });
+      after(async () => {
+        secure.closeAllConnections();
+        await new Promise<void>((resolve) => secure.close(() => resolve()));
+      });
+
+      it('trusts the CA it is given', async () => {
+        const trusting = makeTransport(name, { ca: certificate.cert });
+        try {
+          assert.equal((await trusting.send(request('/', { origin: secureOrigin }))).body, 'secure');
+        } finally {
+          await trusting.close();
+        }
+      });
+
+      it('refuses a certificate no CA it trusts signed: a `tls` failure', async () => {
+        const failed = await failure(transport.send(request('/', { origin: secureOrigin })));
+        assert.equal(failed.kind, 'tls');
+        assert.match(failed.code, /SELF_SIGNED|UNABLE_TO_VERIFY/);
+      });
+
+      it('insecure: connects without verifying', async () => {
+        const insecure = makeTransport(name, { insecure: true });
+        try {
+          assert.equal((await insecure.send(request('/', { origin: secureOrigin }))).body, 'secure');
+        } finally {
+          await insecure.close();
+        }
+      });
+    });
   });
 
+describe('the undici transport', () => {
   it('through a proxy: requests go via it, -v names it, a failure says it was in the way', async () => {
+    routes.set('/through', (_req, res) => res.writeHead(200).end('ok'));
     const proxy = await startProxy();
     const lines: string[] = [];
     const via = new UndiciTransport({
@@ -187,7 +367,6 @@ describe('UndiciTransport', () => {
       trace: (line) => lines.push(line),
     });
     try {
-      routes.set('/through', (_req, res) => res.writeHead(200).end('ok'));
       assert.equal((await via.send(request('/through'))).body, 'ok');
       assert.deepEqual(proxy.targets, [new URL(origin).host]);
       assert.deepEqual(lines, [`through the proxy ${new URL(proxy.url).origin}`]);
@@ -207,6 +386,36 @@ describe('UndiciTransport', () => {
   });
 });
 
+/**
+ * A server that reads a request's raw bytes and answers with `answer(text so far)` once it says
+ * something (undefined: read on); for what node:http's server would hide or refuse to send.
+ */
+async function rawServer(
+  answer: (text: string) => string | undefined,
+): Promise<{ origin: string; text(): string; close(): Promise<void> }> {
+  let text = '';
+  const sockets = new Set<net.Socket>();
+  const raw = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+      if (!text.includes('\r\n\r\n')) return;
+      const reply = answer(text);
+      if (reply !== undefined) socket.end(reply);
+    });
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(raw.address() as net.AddressInfo).port}`,
+    text: () => text,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => raw.close(() => resolve()));
+    },
+  };
+}
+
 describe('classify', () => {
   const cases: Array<[string, unknown, string]> = [
     ['ECONNREFUSED', Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'refused'],
@@ -219,6 +428,19 @@ describe('classify', () => {
     ['a certificate code', Object.assign(new Error('self-signed'), { code: 'DEPTH_ZERO_SELF_SIGNED_CERT' }), 'tls'],
     ['TLS named in the message', new Error('ERR_SSL_WRONG_VERSION_NUMBER'), 'tls'],
     ['UND_ERR_INVALID_ARG', Object.assign(new Error('invalid origin'), { code: 'UND_ERR_INVALID_ARG' }), 'bad-address'],
+    // node:http's words for the same failures.
+    ['socket hang up', Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }), 'reset'],
+    ['ERR_INVALID_URL', Object.assign(new TypeError('Invalid URL'), { code: 'ERR_INVALID_URL' }), 'bad-address'],
+    [
+      'an altname',
+      Object.assign(new Error('Hostname/IP does not match'), { code: 'ERR_TLS_CERT_ALTNAME_INVALID' }),
+      'tls',
+    ],
+    [
+      'a parse error',
+      Object.assign(new Error('Parse Error: Expected HTTP/'), { code: 'HPE_INVALID_CONSTANT' }),
+      'other',
+    ],
     ['anything else', Object.assign(new Error('client destroyed'), { code: 'UND_ERR_DESTROYED' }), 'other'],
     ['not an Error', 'a string', 'other'],
   ];

@@ -10,7 +10,7 @@ import type { ExitCode } from '../../exit.js';
 import { formatDuration } from '../../output/duration.js';
 import type { GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
-import { leaseRunOptions, runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
+import { leaseRunOptions, requestsFor, runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
 import { exitCodesHelp, LEASE_IDS_ARGUMENT, retriesOption, secondsOption } from './options.js';
 import type { LeaseOutcome } from '../../renewal/renew-all.js';
 
@@ -42,8 +42,11 @@ Examples:
   queenctl lease extend "$LEASE" -q || echo "lease lost: stop the job"`,
     )
     .action(async (leaseIds: string[], options: { seconds: number; retries: number }, command: Command) => {
-      await globals.run(command, (runtime, settings) =>
-        runExtend({ ...leaseRunOptions(leaseIds, options.retries, settings), seconds: options.seconds }, runtime),
+      await globals.run(
+        command,
+        (runtime, settings) =>
+          runExtend({ ...leaseRunOptions(leaseIds, options.retries, settings), seconds: options.seconds }, runtime),
+        { requests: requestsFor(leaseIds) },
       );
     });
 }

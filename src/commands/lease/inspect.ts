@@ -11,7 +11,7 @@ import type { ExitCode } from '../../exit.js';
 import { formatDuration } from '../../output/duration.js';
 import type { GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
-import { leaseRunOptions, runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
+import { leaseRunOptions, requestsFor, runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
 import { exitCodesHelp, LEASE_IDS_ARGUMENT, retriesOption } from './options.js';
 import type { LeaseOutcome } from '../../renewal/renew-all.js';
 
@@ -49,8 +49,10 @@ Examples:
   queenctl lease inspect - -o ndjson < leases.txt`,
     )
     .action(async (leaseIds: string[], options: { retries: number }, command: Command) => {
-      await globals.run(command, (runtime, settings) =>
-        runInspect(leaseRunOptions(leaseIds, options.retries, settings), runtime),
+      await globals.run(
+        command,
+        (runtime, settings) => runInspect(leaseRunOptions(leaseIds, options.retries, settings), runtime),
+        { requests: requestsFor(leaseIds) },
       );
     });
 }

@@ -28,6 +28,14 @@ export interface LeaseRunOptions {
   noHeaders: boolean;
 }
 
+/**
+ * How many requests extend and inspect send (globals.ts RunOptions): as many as the ids on the
+ * command line, a few; `-` reads any number from standard input, many.
+ */
+export function requestsFor(leaseIds: readonly string[]): 'few' | 'many' {
+  return leaseIds.includes('-') ? 'many' : 'few';
+}
+
 /** What extend and inspect take from their operands, --retries and the global settings. */
 export function leaseRunOptions(
   leaseIds: string[],

@@ -91,23 +91,28 @@ Examples:
     )
     .action(async (options: ListFlags, command: Command) => {
       checkWatchFlags(options);
-      await globals.run(command, async (runtime, settings) => {
-        const listOptions: ListOptions = {
-          groups: options.group ?? [],
-          queues: options.queue ?? [],
-          partitions: options.partition ?? [],
-          all: Boolean(options.all),
-          expiry: Boolean(options.expiry) || options.expiringWithin !== undefined,
-          expiringWithinMs: options.expiringWithin,
-          retry: { ...settings.retry, retries: options.retries },
-          concurrency: settings.concurrency,
-          format: settings.format,
-          noHeaders: settings.noHeaders,
-        };
-        if (!options.watch) return runList(listOptions, runtime);
-        const { runListWatch } = await import('./list-watch.js');
-        return runListWatch({ ...listOptions, intervalMs: options.interval ?? DEFAULT_INTERVAL_MS }, runtime);
-      });
+      await globals.run(
+        command,
+        async (runtime, settings) => {
+          const listOptions: ListOptions = {
+            groups: options.group ?? [],
+            queues: options.queue ?? [],
+            partitions: options.partition ?? [],
+            all: Boolean(options.all),
+            expiry: Boolean(options.expiry) || options.expiringWithin !== undefined,
+            expiringWithinMs: options.expiringWithin,
+            retry: { ...settings.retry, retries: options.retries },
+            concurrency: settings.concurrency,
+            format: settings.format,
+            noHeaders: settings.noHeaders,
+          };
+          if (!options.watch) return runList(listOptions, runtime);
+          const { runListWatch } = await import('./list-watch.js');
+          return runListWatch({ ...listOptions, intervalMs: options.interval ?? DEFAULT_INTERVAL_MS }, runtime);
+          // A listing is a few requests; --watch lists again and again, --expiry asks each lease.
+        },
+        { requests: options.watch || options.expiry || options.expiringWithin !== undefined ? 'many' : 'few' },
+      );
     });
 }
 

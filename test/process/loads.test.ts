@@ -1,0 +1,111 @@
+/**
+ * What a run of the published bin loads (bin/queenctl.cjs, src/commands/globals.ts,
+ * docs/architecture.md): start-up cost is a feature (issue 19), decided by what is loaded. Read
+ * from the bin's own report (QUEENCTL_DEBUG names each file of the bundle it loads) and from
+ * Node's list of the built-in modules it loaded, printed at exit by a preload.
+ *
+ * - A run that sends nothing loads no HTTP client and not node:v8, whose flag only a run that may
+ *   load undici on Node 20 needs.
+ * - A run that sends a few requests loads node:http and never undici's file; one that sends many
+ *   loads undici.
+ * - A run whose config file is unchanged since it was last read does not load the YAML parser.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import { describeResult } from '../reliability/harness.js';
+import { needsNode, runCli } from '../support/cli.js';
+
+let sim: Simulator;
+let scratch: string;
+let preload: string;
+
+before(async () => {
+  sim = await startSimulator();
+  scratch = mkdtempSync(join(tmpdir(), 'queenctl-loads-'));
+  preload = join(scratch, 'builtins.cjs');
+  // process.moduleLoadList names each built-in module Node loaded ("NativeModule http").
+  writeFileSync(
+    preload,
+    "process.on('exit', () => process.stderr.write('builtins: ' + process.moduleLoadList.join(',') + '\\n'));\n",
+  );
+});
+after(() => sim.close());
+
+interface Loads {
+  /** The built-in modules, by name (`http`, `v8`). */
+  builtins: Set<string>;
+  undici: boolean;
+  yaml: boolean;
+  stdout: string;
+}
+
+async function loads(
+  args: string[],
+  options: { stdin?: string; env?: Record<string, string>; code?: number } = {},
+): Promise<Loads> {
+  const env = { QUEEN_CONFIG: join(scratch, 'none.yaml'), ...options.env, QUEENCTL_DEBUG: '1' };
+  const result = await runCli(args, { stdin: options.stdin ?? '', env, nodeArgs: ['--require', preload] });
+  assert.equal(result.code, options.code ?? 0, describeResult(result));
+  const builtins = /^builtins: (.*)$/m.exec(result.stderr)?.[1]?.split(',');
+  assert.ok(builtins, `the preload reported the built-in modules:\n${result.stderr}`);
+  return {
+    builtins: new Set(builtins.filter((name) => name.startsWith('NativeModule ')).map((name) => name.slice(13))),
+    undici: /queenctl-undici\.cjs/.test(result.stderr),
+    yaml: /queenctl-yaml\.cjs/.test(result.stderr),
+    stdout: result.stdout,
+  };
+}
+
+const LIFTOFF_NODE = Number.parseInt(process.versions.v8, 10) < 12;
+
+describe('what a run loads', { skip: needsNode('a preload and the bin’s own report') }, () => {
+  const local: Array<[string[], number]> = [
+    [['--version'], 0],
+    [['help'], 0],
+    [['config', 'get-contexts'], 0],
+    [['completion', 'bash'], 0],
+    [['--no-such-flag'], 1],
+  ];
+  for (const [args, code] of local) {
+    it(`\`queenctl ${args.join(' ')}\` sends nothing: no HTTP client, and not node:v8`, async () => {
+      const { builtins, undici } = await loads(args, { code });
+      assert.equal(undici, false);
+      for (const module of ['v8', 'http', 'https', 'tls']) assert.ok(!builtins.has(module), `${module} was loaded`);
+    });
+  }
+
+  const flags = LIFTOFF_NODE ? 'sets V8 flags through node:v8 (Node 20)' : 'leaves V8 flags alone (Node 22+)';
+  it(`lease extend <id>: node:http, never undici; it ${flags}`, async () => {
+    const { builtins, undici } = await loads(['lease', 'extend', sim.mint(), '--server', sim.url, '-o', 'json']);
+    assert.equal(undici, false);
+    assert.equal(builtins.has('http'), true);
+    assert.equal(builtins.has('v8'), LIFTOFF_NODE);
+  });
+
+  it('lease extend - and lease watch: undici', async () => {
+    const leaseId = sim.mint();
+    const bulk = ['lease', 'extend', '-', '--server', sim.url, '-o', 'json'];
+    assert.equal((await loads(bulk, { stdin: `${leaseId}\n` })).undici, true);
+    const watch = ['lease', 'watch', leaseId, '--for', '300ms', '--server', sim.url, '-o', 'ndjson'];
+    assert.equal((await loads(watch)).undici, true);
+  });
+
+  it('a config file read before, unchanged, is not parsed again (src/config/memo.ts): no YAML parser', async () => {
+    const config = join(scratch, 'config.yaml');
+    writeFileSync(config, 'current-context: a\ncontexts:\n  - name: a\n    server: http://127.0.0.1:9\n  - name: b\n');
+    const env = { QUEEN_CONFIG: config, XDG_CACHE_HOME: join(scratch, 'memo-cache') };
+    assert.equal((await loads(['config', 'get-contexts', '-o', 'name'], { env })).yaml, true);
+    const again = await loads(['config', 'current-context'], { env });
+    assert.equal(again.stdout, 'a\n');
+    assert.equal(again.yaml, false);
+    // An edit is read at once: the memo is for one text of the file.
+    await loads(['config', 'use-context', 'b'], { env });
+    const edited = await loads(['config', 'current-context'], { env });
+    assert.equal(edited.stdout, 'b\n');
+    assert.equal(edited.yaml, true);
+  });
+});
