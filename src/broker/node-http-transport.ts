@@ -15,6 +15,7 @@ import {
   TransportFailure,
   classify,
   pickHeaders,
+  whenEnded,
   type Transport,
   type TransportRequest,
 } from './transport.js';
@@ -95,7 +96,7 @@ export class NodeHttpTransport implements Transport {
 class Exchange {
   settled = false;
   private outgoing: http.ClientRequest | undefined;
-  private onAbort: (() => void) | null = null;
+  private stopListening: (() => void) | undefined;
   private readonly chunks: Buffer[] = [];
   private size = 0;
 
@@ -105,14 +106,7 @@ class Exchange {
     private readonly resolve: (answer: RawAnswer) => void,
     private readonly reject: (error: unknown) => void,
   ) {
-    // Not `signal` when there is `cancel`: the client makes that AbortSignal only if it is read.
-    if (request.cancel) request.cancel.onCancel((reason) => this.end(reason));
-    else if (request.signal.aborted) this.end(request.signal.reason);
-    else {
-      const { signal } = request;
-      this.onAbort = () => this.end(signal.reason);
-      signal.addEventListener('abort', this.onAbort, { once: true });
-    }
+    this.stopListening = whenEnded(request, (reason) => this.end(reason));
   }
 
   start(url: URL, agent: http.Agent): void {
@@ -190,7 +184,7 @@ class Exchange {
 
   private release(): void {
     this.settled = true;
-    if (this.request.cancel) this.request.cancel.onCancel(null);
-    else if (this.onAbort) this.request.signal.removeEventListener('abort', this.onAbort);
+    // Undefined while the constructor listens: a request ended already is ended from within it.
+    this.stopListening?.();
   }
 }

@@ -43,6 +43,27 @@ export interface Cancellation {
 }
 
 /**
+ * Calls `end` once when the request is ended from outside: through `cancel` when it has one (and
+ * then `signal` is never read), else through `signal`; at once if it already has. Returns what
+ * stops listening, for when the request settles first. Both transports take requests this way.
+ */
+export function whenEnded(request: TransportRequest, end: (reason: unknown) => void): () => void {
+  const { cancel } = request;
+  if (cancel) {
+    cancel.onCancel(end);
+    return () => cancel.onCancel(null);
+  }
+  const { signal } = request;
+  if (signal.aborted) {
+    end(signal.reason);
+    return () => {};
+  }
+  const onAbort = (): void => end(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
+}
+
+/**
  * Sends one request. Resolves with the answer, whatever its status; rejects with a
  * TransportFailure when nothing usable came back, or with the reason of its end (`cancel`, else
  * `signal`) at once when that ends the request first.

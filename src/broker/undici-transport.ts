@@ -17,6 +17,7 @@ import {
   classify,
   describeProxy,
   pickHeaders,
+  whenEnded,
   type Transport,
   type TransportRequest,
 } from './transport.js';
@@ -109,23 +110,16 @@ class AnswerHandler {
   private headers: RawAnswer['headers'] = {};
   private readonly chunks: Buffer[] = [];
   private size = 0;
-  private onAbort: (() => void) | null = null;
+  private stopListening: (() => void) | undefined;
 
   constructor(
-    private readonly request: TransportRequest,
+    request: TransportRequest,
     private readonly maxBytes: number,
     private readonly viaProxy: boolean,
     private readonly resolve: (answer: RawAnswer) => void,
     private readonly reject: (error: unknown) => void,
   ) {
-    // Not `signal` when there is `cancel`: the client makes that AbortSignal only if it is read.
-    if (request.cancel) request.cancel.onCancel((reason) => this.end(reason));
-    else if (request.signal.aborted) this.end(request.signal.reason);
-    else {
-      const { signal } = request;
-      this.onAbort = () => this.end(signal.reason);
-      signal.addEventListener('abort', this.onAbort, { once: true });
-    }
+    this.stopListening = whenEnded(request, (reason) => this.end(reason));
   }
 
   onConnect(abort: (reason?: Error) => void): void {
@@ -181,7 +175,7 @@ class AnswerHandler {
 
   private release(): void {
     this.settled = true;
-    if (this.request.cancel) this.request.cancel.onCancel(null);
-    else if (this.onAbort) this.request.signal.removeEventListener('abort', this.onAbort);
+    // Undefined while the constructor listens: a request ended already is ended from within it.
+    this.stopListening?.();
   }
 }
