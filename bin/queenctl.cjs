@@ -96,7 +96,9 @@ function shippedCache(file) {
  */
 function load(file, text, userFile, label) {
   const shipped = shippedCache(file);
-  const candidates = writingShipped ? [] : userFile === undefined ? [shipped] : [userFile, shipped];
+  // The build's warm-up runs (scripts/bundle.mjs) each start from the cache the one before
+  // wrote, so the shipped cache holds what all of them compiled.
+  const candidates = userFile === undefined ? [shipped] : [userFile, shipped];
   let cacheFile;
   let cachedData;
   for (const candidate of candidates) {

@@ -173,9 +173,14 @@ try {
   // node:http (src/commands/globals.ts). A table in colour over undici first, for the caches of
   // chalk's and undici's files; then one id as JSON over node:http, the common path of scripts,
   // whose run writes the net kind's caches of the files it loads (the bundle's and yaml's) last.
+  warmUp(['lease', 'extend', '--help']);
   warmUp([...extend('-'), '-o', 'table', '--color'], 'warm-up\n');
   warmUp([...extend('warm-up'), '-o', 'json']);
-  // The local kind: a config verb's runs.
+  // The local kind: help, completion, a usage error and config verbs (each run starts from the
+  // cache the one before wrote: bin/queenctl.cjs).
+  warmUp(['help']);
+  warmUp(['completion', 'bash']);
+  warmUp(['--no-such-flag']);
   warmUp(['config', 'get-contexts', '-o', 'table', '--color']);
   warmUp(['config', 'get-contexts']);
 } finally {
