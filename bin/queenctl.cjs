@@ -64,7 +64,11 @@ const requireInBundle = (id) => {
   if (name === undefined) return bundleRequire(id);
   if (!chunks.has(name)) {
     const file = join(dirname(filename), id);
-    chunks.set(name, load(file, fs.readFileSync(file, 'utf8'), userCache(name), `of queenctl-${name}.cjs `));
+    const text = fs.readFileSync(file, 'utf8');
+    // Each file of one build begins with the same line: one of another build is never run with it.
+    const chunkBuild = /^\/\/ queenctl build ([0-9a-f]+)/.exec(text)?.[1];
+    if (chunkBuild !== buildId) throw new Error(`${file} is not of this build of queenctl: install it again`);
+    chunks.set(name, load(file, text, userCache(name), `of queenctl-${name}.cjs `));
   }
   return chunks.get(name);
 };

@@ -136,16 +136,30 @@ const firstLine = `// queenctl build ${buildId} node ${process.version}\n`;
 await writeFile(outfile, `${firstLine}${bundled.text}`);
 for (const chunk of chunkBuilds) await writeFile(chunk.outfile, `${firstLine}${chunk.bundled.text}`);
 
+// The completion scripts, made by the bundle just written, into a file of their own that the bundle
+// requires when they are asked for (src/commands/completion.ts): `completion bash` no longer runs
+// the generator. Made with no such file (an earlier build's) beside it: generated, not copied.
+const completionFile = fileURLToPath(new URL('dist/queenctl-completion.cjs', root));
+await rm(completionFile, { force: true });
+const scratch = await mkdtemp(join(tmpdir(), 'queenctl-build-'));
+const scripts = {};
+for (const shell of ['bash', 'zsh', 'fish']) {
+  const bin = fileURLToPath(new URL('bin/queenctl.cjs', root));
+  // Its own cache directory: the builder's own is not written.
+  const env = { ...process.env, XDG_CACHE_HOME: join(scratch, 'completion-cache') };
+  scripts[shell] = execFileSync(process.execPath, [bin, 'completion', shell], { encoding: 'utf8', env });
+}
+await writeFile(completionFile, `${firstLine}module.exports = ${JSON.stringify({ scripts })};\n`);
+
 // Code caches made by runs that take the common paths, so later runs skip compiling what they
 // compiled: one set for each kind of run (bin/queenctl.cjs): `net`, by lease runs (parse flags,
 // renew, fail, report), and `local`, by a config verb (the command tree, the config file, a
 // table). The shipped caches are written only here; the loader writes its own, elsewhere, only
 // for other Node versions. Both read a config file, as most users' runs do, so yaml's caches are
 // made too. Within a kind, the last run to load a file writes its cache.
-for (const file of [outfile, ...chunkBuilds.map((chunk) => chunk.outfile)]) {
+for (const file of [outfile, completionFile, ...chunkBuilds.map((chunk) => chunk.outfile)]) {
   for (const kind of ['', '.net', '.local']) await rm(`${file}${kind}.cache`, { force: true });
 }
-const scratch = await mkdtemp(join(tmpdir(), 'queenctl-build-'));
 const config = join(scratch, 'config.yaml');
 await writeFile(config, 'current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: http://127.0.0.1:9\n');
 let runs = 0;

@@ -1,8 +1,9 @@
 /**
  * `queenctl completion bash|zsh|fish`: shell completion generated from the commander tree at the
- * moment it is asked for, so a command, verb or flag added anywhere is completed without
- * anyone touching this file. The generator (completion-scripts.ts) is imported only when a
- * script is asked for; this module is the wiring cli.ts loads on every run.
+ * moment it is asked for (in the npm package, when it is built), so a command, verb or flag
+ * added anywhere is completed without anyone touching this file. The generator
+ * (completion-scripts.ts) is imported only when a script is generated; this module is the wiring
+ * cli.ts loads on every run.
  */
 import { Argument, Command } from 'commander';
 import { readConfigFor } from '../config/file.js';
@@ -37,13 +38,31 @@ Examples:
     .action(async (shell: Shell, _options: unknown, command: Command) => {
       let program = command;
       while (program.parent) program = program.parent;
-      const { completionScript } = await import('./completion-scripts.js');
+      const script =
+        (await prebuiltScript(shell)) ?? (await import('./completion-scripts.js')).completionScript(shell, program);
       await globals.runLocal(command, async ({ io }) => {
-        await write(io.stdout, completionScript(shell, program));
+        await write(io.stdout, script);
         return ExitCode.Ok;
       });
     });
 }
+
+/**
+ * The npm package's scripts, made from this very build when it was built (scripts/bundle.mjs:
+ * bin/queenctl.cjs loads no file of another build) and the text the generator would give, without
+ * its ~4 ms at each run: `source <(queenctl completion bash)` runs with every shell. Where there
+ * is none (tests run unbundled, the standalone executable), the scripts are generated.
+ */
+async function prebuiltScript(shell: Shell): Promise<string | undefined> {
+  try {
+    return ((await import(PREBUILT_COMPLETION)) as { scripts: Record<Shell, string> }).scripts[shell];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Beside the bundle; not a literal, so that the bundler leaves it to be required when run. */
+const PREBUILT_COMPLETION: string = './queenctl-completion.cjs';
 
 /**
  * `queenctl __complete contexts|leases`: what the scripts call for context names and for the

@@ -89,6 +89,17 @@ before(async () => {
 });
 
 describe('completion', () => {
+  for (const shell of ['bash', 'zsh', 'fish']) {
+    it(`${shell}: the installed script is what the generator gives from this command tree`, async () => {
+      // The npm package's scripts are made when it is built (scripts/bundle.mjs); in-process, the
+      // generator runs on the tree as the source has it now.
+      const installed = await runProcess('queenctl', ['completion', shell], { env });
+      const generated = await runInProcess(['completion', shell], { env: { HOME: env.HOME } });
+      assert.equal(installed.code, 0, installed.stderr);
+      assert.equal(installed.stdout, generated.stdout);
+    });
+  }
+
   it('bash: `source <(queenctl completion bash)` loads cleanly and registers queenctl', async () => {
     const { code, stdout, stderr } = await runProcess(
       'bash',

@@ -11,14 +11,16 @@
  * - A run whose config file is unchanged since it was last read does not load the YAML parser.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { describeResult } from '../reliability/harness.js';
 import { needsNode, runCli } from '../support/cli.js';
 
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 let sim: Simulator;
 let scratch: string;
 let preload: string;
@@ -41,14 +43,20 @@ interface Loads {
   undici: boolean;
   yaml: boolean;
   stdout: string;
+  stderr: string;
 }
 
 async function loads(
   args: string[],
-  options: { stdin?: string; env?: Record<string, string>; code?: number } = {},
+  options: { stdin?: string; env?: Record<string, string>; code?: number; bin?: string } = {},
 ): Promise<Loads> {
   const env = { QUEEN_CONFIG: join(scratch, 'none.yaml'), ...options.env, QUEENCTL_DEBUG: '1' };
-  const result = await runCli(args, { stdin: options.stdin ?? '', env, nodeArgs: ['--require', preload] });
+  const result = await runCli(args, {
+    stdin: options.stdin ?? '',
+    env,
+    nodeArgs: ['--require', preload],
+    ...(options.bin ? { entry: options.bin } : {}),
+  });
   assert.equal(result.code, options.code ?? 0, describeResult(result));
   const builtins = /^builtins: (.*)$/m.exec(result.stderr)?.[1]?.split(',');
   assert.ok(builtins, `the preload reported the built-in modules:\n${result.stderr}`);
@@ -57,6 +65,7 @@ async function loads(
     undici: /queenctl-undici\.cjs/.test(result.stderr),
     yaml: /queenctl-yaml\.cjs/.test(result.stderr),
     stdout: result.stdout,
+    stderr: result.stderr,
   };
 }
 
@@ -77,6 +86,27 @@ describe('what a run loads', { skip: needsNode('a preload and the bin’s own re
       for (const module of ['v8', 'http', 'https', 'tls']) assert.ok(!builtins.has(module), `${module} was loaded`);
     });
   }
+
+  it('completion: the scripts made when the package was built; never those of another build', async () => {
+    const prebuilt = await loads(['completion', 'zsh']);
+    assert.match(prebuilt.stderr, /queenctl-completion\.cjs accepted/);
+    // A copy whose scripts are of another build: bin/queenctl.cjs refuses the file, and the
+    // scripts are generated, the same.
+    const copy = join(scratch, 'package');
+    mkdirSync(copy);
+    cpSync(join(ROOT, 'bin'), join(copy, 'bin'), { recursive: true });
+    const notTests = (path: string): boolean => !path.includes('/dist/test');
+    cpSync(join(ROOT, 'dist'), join(copy, 'dist'), { recursive: true, filter: notTests });
+    symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'));
+    const file = join(copy, 'dist', 'queenctl-completion.cjs');
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace(/^\/\/ queenctl build [0-9a-f]+/, '// queenctl build 0123456789abcdef'),
+    );
+    const generated = await loads(['completion', 'zsh'], { bin: join(copy, 'bin', 'queenctl.cjs') });
+    assert.doesNotMatch(generated.stderr, /queenctl-completion\.cjs/);
+    assert.equal(generated.stdout, prebuilt.stdout);
+  });
 
   const flags = LIFTOFF_NODE ? 'sets V8 flags through node:v8 (Node 20)' : 'leaves V8 flags alone (Node 22+)';
   it(`lease extend <id>: node:http, never undici; it ${flags}`, async () => {
