@@ -136,9 +136,18 @@ const common = {
   // Non-ASCII characters of strings and names escaped: src/standalone-chunks.ts reads a chunk as
   // Latin-1, the fastest decoding, which only comments can then differ by.
   charset: 'ascii',
+  // Without comments or needless whitespace (names kept, for stack traces): measured 1 to 3 ms
+  // faster per start (docs/standalone.md), as V8 reads and hashes less source.
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
   metafile: true,
 };
+/**
+ * How src/standalone-chunks.ts runs a chunk: a function of the module, its exports and a require,
+ * written into the file so that the source it compiles is the asset as it is.
+ */
+const chunkWrapper = { banner: { js: '(function (module, exports, require) {' }, footer: { js: '\n})' } };
 /** Every file bundled into the executable, for the licences the archive carries. */
 const bundled = new Set();
 const collect = (result) => {
@@ -157,6 +166,7 @@ collect(
     ...common,
     entryPoints: [join(root, 'src', 'standalone-cli.ts')],
     outfile: join(work, 'cli.js'),
+    ...chunkWrapper,
     plugins: [chunked, lazyCommanderChildProcess],
     define: {
       QUEENCTL_BUILD_INFO: JSON.stringify({ commit: gitCommit(), date: buildDate(), standalone: true }),
@@ -175,6 +185,7 @@ for (const [chunk, specifiers] of Object.entries(CHUNKS)) {
     ...common,
     stdin: { contents: `module.exports = { ${entries.join(', ')} };`, resolveDir: root, loader: 'js' },
     outfile: join(work, `${chunk}.js`),
+    ...chunkWrapper,
     plugins: [undiciWithoutNodeHttp(maxHeaderSize)],
   });
   collect(made);

@@ -59,7 +59,8 @@ export function loadChunk(name: string): ChunkExports {
   const source = Buffer.from(getAsset(`${name}.js`)).toString('latin1');
   const key = cacheKey(name);
   const cachedData = recording ? undefined : codeCache(key);
-  const script = new Script(`(function (module, exports, require) {${source}\n})`, {
+  // The build wrote the chunk as a function of its module, exports and require.
+  const script = new Script(source, {
     filename: `queenctl:${name}.js`,
     cachedData,
   });
