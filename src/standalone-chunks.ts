@@ -34,6 +34,12 @@ export const CHUNKS_MODULE_ID = 'queenctl:chunks';
 const LIFTOFF_ONLY = new Set(['undici', 'undici-proxy']);
 let liftoffOnly = false;
 /**
+ * The Node.js modules undici loads besides those node:v8 does: loaded before the flag is set, so
+ * that they come from Node's own code cache, not compiled from source (measured on `lease extend`,
+ * docs/standalone.md). One missing here only costs its compile.
+ */
+const BEFORE_LIFTOFF_ONLY = ['node:assert', 'node:net'];
+/**
  * A code cache serves only a compile under the V8 flags it was made with: a chunk loaded after
  * --liftoff-only (yaml printing a response, say) has caches of its own, under another key.
  */
@@ -51,6 +57,7 @@ export function loadChunk(name: string): ChunkExports {
   // A single executable's own require loads built-in modules only, which is all a chunk needs.
   const requireBuiltin = createRequire(process.execPath);
   if (LIFTOFF_ONLY.has(name) && !liftoffOnly) {
+    for (const id of BEFORE_LIFTOFF_ONLY) requireBuiltin(id);
     (requireBuiltin('node:v8') as typeof import('node:v8')).setFlagsFromString('--liftoff-only');
     liftoffOnly = true;
   }
