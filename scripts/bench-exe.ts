@@ -23,7 +23,6 @@ export interface ExeBuild {
   archive: string;
   node: string;
   nodeVersion: string;
-  snapshot: boolean;
 }
 
 /** A row of the bench's one table (scripts/bench.ts prints them all). */

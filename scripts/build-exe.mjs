@@ -1,6 +1,6 @@
 // `npm run build:exe`: the standalone executable for the platform this runs on, a Node.js single
-// executable application (node:sea) carrying the bundled CLI in a V8 start-up snapshot, and its
-// release archive with SHA256SUMS. How and why: docs/standalone.md. Plain JS: it runs before
+// executable application (node:sea) carrying the bundled CLI with the code caches it made of
+// itself, and its release archive with SHA256SUMS. How and why: docs/standalone.md. Plain JS: it runs before
 // anything is compiled.
 //
 //   dist/exe/queenctl-<version>-<os>-<arch>/queenctl        the executable
@@ -38,13 +38,15 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const nodeVersion = pkg.config.standaloneNode;
 /** Kept in step with src/standalone-chunks.ts. */
 const CODE_CACHE_MARK = 'QCTLCC01';
+const CHUNKS_MODULE_ID = 'queenctl:chunks';
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 /** Where node:sea works and the npm registry has a release package (node-<os>-<arch>). */
 const PLATFORMS = ['linux-x64', 'linux-arm64', 'darwin-x64', 'darwin-arm64'];
 
 /**
- * The chunks (src/standalone-chunks.ts): each dependency a snapshot should not hold, and the
- * module specifiers src/ imports it by. A new import of one of them must be listed here.
+ * The chunks (src/standalone-chunks.ts) besides the CLI's own: each dependency that only some
+ * paths use, and the module specifiers src/ imports it by. A new import of one of them must be
+ * listed here.
  */
 const CHUNKS = {
   // What every request uses, apart from undici's whole index, which only a proxy needs (as in
@@ -58,18 +60,21 @@ const CHUNKS = {
   'jsonpath-rfc9535': [{ id: 'jsonpath-rfc9535' }],
 };
 const chunkOf = new Map(Object.entries(CHUNKS).flatMap(([chunk, ids]) => ids.map(({ id }) => [id, chunk])));
-const chunksModule = join(root, 'src', 'standalone-chunks.ts');
-/** In the snapshot's bundle, an import of a chunked dependency is a call that loads its chunk. */
+/**
+ * In the CLI's chunk, an import of a chunked dependency is a call that loads its chunk, through
+ * the one instance of src/standalone-chunks.ts that the entry holds.
+ */
 const chunked = {
   name: 'standalone-chunks',
   setup(builder) {
+    builder.onResolve({ filter: new RegExp(`^${CHUNKS_MODULE_ID}$`) }, (args) => ({ path: args.path, external: true }));
     builder.onResolve({ filter: /^(undici|yaml|chalk|ora|cli-table3|jsonpath-rfc9535)([\\/].*)?$/ }, (args) => {
       if (!chunkOf.has(args.path))
         throw new Error(`${args.importer} imports ${args.path}: list it in CHUNKS in scripts/build-exe.mjs`);
       return { path: args.path, namespace: 'standalone-chunk' };
     });
     builder.onLoad({ filter: /.*/, namespace: 'standalone-chunk' }, (args) => ({
-      contents: `module.exports = require(${JSON.stringify(chunksModule)}).loadChunk(${JSON.stringify(
+      contents: `module.exports = require(${JSON.stringify(CHUNKS_MODULE_ID)}).loadChunk(${JSON.stringify(
         chunkOf.get(args.path),
       )})[${JSON.stringify(args.path)}];`,
       resolveDir: root,
@@ -79,10 +84,9 @@ const chunked = {
 };
 
 const host = `${process.platform}-${process.arch}`;
-// Only for the test of this refusal: the snapshot is made by the Node.js the executable carries,
-// which has to run here, so a build is always for the platform it runs on.
+// Only for the test of this refusal: the code caches are made by running the executable, which
+// has to run here, so a build is always for the platform it runs on.
 const platform = process.env.QUEENCTL_EXE_PLATFORM || host;
-const snapshot = process.env.QUEENCTL_EXE_SNAPSHOT !== '0';
 
 function fail(message) {
   process.stderr.write(`build:exe: ${message}\n`);
@@ -112,9 +116,10 @@ mkdirSync(work, { recursive: true });
 const node = embeddedNode();
 say(`Node.js ${nodeVersion}: ${relative(root, node) || node}`);
 
-// 1. The CLI in one script, everything bundled: the executable has no node_modules to load from.
-// The dependencies that only some paths use are chunks of their own (src/standalone-chunks.ts):
-// the snapshot holds the CLI without them, and a path that needs one loads it.
+// 1. The entry (src/standalone.ts), which loads the CLI, a chunk of its own with everything it
+// always uses bundled: the executable has no node_modules to load from. The dependencies that
+// only some paths use are chunks of their own too (src/standalone-chunks.ts): a path that needs
+// one loads it.
 const bundle = join(work, 'queenctl-sea.cjs');
 const codeCacheToken = randomBytes(16).toString('hex');
 // What node:http says of the embedded Node.js with no options, as the executable runs it.
@@ -124,16 +129,25 @@ const common = {
   platform: 'node',
   target: `node${nodeVersion.split('.')[0]}`,
   format: 'cjs',
-  // import() becomes a require() inside a promise: the modules behind it stay unevaluated in the
-  // snapshot, and only builtin modules can be required in a single executable application.
+  // import() becomes a require() inside a promise: the modules behind it stay unevaluated until
+  // used, and only builtin modules can be required in a single executable application.
   supported: { 'dynamic-import': false },
   legalComments: 'none',
   // Non-ASCII characters of strings and names escaped: src/standalone-chunks.ts reads a chunk as
   // Latin-1, the fastest decoding, which only comments can then differ by.
   charset: 'ascii',
+  // Without comments or needless whitespace (names kept, for stack traces): measured 1 to 3 ms
+  // faster per start (docs/standalone.md), as V8 reads and hashes less source.
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
   metafile: true,
 };
+/**
+ * How src/standalone-chunks.ts runs a chunk: a function of the module, its exports and a require,
+ * written into the file so that the source it compiles is the asset as it is.
+ */
+const chunkWrapper = { banner: { js: '(function (module, exports, require) {' }, footer: { js: '\n})' } };
 /** Every file bundled into the executable, for the licences the archive carries. */
 const bundled = new Set();
 const collect = (result) => {
@@ -144,10 +158,18 @@ collect(
     ...common,
     entryPoints: [join(root, 'src', 'standalone.ts')],
     outfile: bundle,
+    define: { QUEENCTL_CODE_CACHE_TOKEN: JSON.stringify(codeCacheToken) },
+  }),
+);
+collect(
+  await build({
+    ...common,
+    entryPoints: [join(root, 'src', 'standalone-cli.ts')],
+    outfile: join(work, 'cli.js'),
+    ...chunkWrapper,
     plugins: [chunked, lazyCommanderChildProcess],
     define: {
       QUEENCTL_BUILD_INFO: JSON.stringify({ commit: gitCommit(), date: buildDate(), standalone: true }),
-      QUEENCTL_CODE_CACHE_TOKEN: JSON.stringify(codeCacheToken),
     },
   }),
 );
@@ -163,13 +185,14 @@ for (const [chunk, specifiers] of Object.entries(CHUNKS)) {
     ...common,
     stdin: { contents: `module.exports = { ${entries.join(', ')} };`, resolveDir: root, loader: 'js' },
     outfile: join(work, `${chunk}.js`),
+    ...chunkWrapper,
     plugins: [undiciWithoutNodeHttp(maxHeaderSize)],
   });
   collect(made);
 }
 
-// 2. The blob: the snapshot made by running the bundle in the embedded Node (or the script and
-// its code cache, with QUEENCTL_EXE_SNAPSHOT=0, to compare: docs/standalone.md).
+// 2. The blob: the entry with its code cache, the CLI and the other chunks as assets. No start-up
+// snapshot (useSnapshot): measured slower than code caches at every start (docs/standalone.md).
 const blob = join(work, 'queenctl.blob');
 const seaConfig = join(work, 'sea-config.json');
 writeFileSync(
@@ -178,17 +201,17 @@ writeFileSync(
     main: bundle,
     output: blob,
     disableExperimentalSEAWarning: true,
-    useSnapshot: snapshot,
-    useCodeCache: !snapshot,
+    useSnapshot: false,
+    useCodeCache: true,
     // NODE_OPTIONS is for the Node.js installed on the host: docs/standalone.md, "NODE_OPTIONS".
     execArgvExtension: 'none',
-    assets: Object.fromEntries(Object.keys(CHUNKS).map((chunk) => [`${chunk}.js`, join(work, `${chunk}.js`)])),
+    assets: Object.fromEntries(
+      ['cli', ...Object.keys(CHUNKS)].map((chunk) => [`${chunk}.js`, join(work, `${chunk}.js`)]),
+    ),
   }),
 );
 try {
-  run(node, ['--experimental-sea-config', seaConfig], `making the ${snapshot ? 'snapshot' : 'code cache'} blob`, {
-    cwd: work,
-  });
+  run(node, ['--experimental-sea-config', seaConfig], 'making the blob', { cwd: work });
 } catch (error) {
   fail(`${error.message}\nno executable was made`);
 }
@@ -221,7 +244,7 @@ try {
   fail(`${error.message}\nno executable was made`);
 }
 
-say(`${relative(root, exe)}: ${(statSync(exe).size / 1e6).toFixed(1)} MB, snapshot ${snapshot ? 'on' : 'off'}`);
+say(`${relative(root, exe)}: ${(statSync(exe).size / 1e6).toFixed(1)} MB`);
 
 // 4. The release archive, as the Go queenctl's: the executable, the licences, the README and
 // completion scripts made by the executable itself, then SHA256SUMS covering the archive.
@@ -263,10 +286,7 @@ writeFileSync(sums, `${createHash('sha256').update(readFileSync(archive)).digest
 say(`${relative(root, archive)}: ${(statSync(archive).size / 1e6).toFixed(1)} MB; ${relative(root, sums)}`);
 
 // What was built, for `npm run test:exe` and `npm run bench` (scripts/test-exe.mjs, bench-exe.ts).
-writeFileSync(
-  join(exeDir, 'build.json'),
-  `${JSON.stringify({ exe, archive, sums, node, nodeVersion, snapshot }, null, 2)}\n`,
-);
+writeFileSync(join(exeDir, 'build.json'), `${JSON.stringify({ exe, archive, sums, node, nodeVersion }, null, 2)}\n`);
 
 /**
  * The licences of what the executable carries besides queenctl: Node.js (whose LICENSE lists
@@ -293,10 +313,16 @@ function thirdPartyLicenses() {
 }
 
 /**
- * The code caches of the chunks (src/standalone-chunks.ts), made by the executable itself: V8
- * takes none made by another process than one started from this very snapshot. One run renews a
- * lease read from standard input against a broker here and reads a config file (undici and yaml) and
- * writes what it compiled; the caches, an index, its length and a mark go at the end of the file.
+ * The code caches of the chunks (src/standalone-chunks.ts), made by the executable itself, each
+ * with everything a run compiled of it, not only what loading it compiles. V8 takes a cache only
+ * under the flags it was made with, and loading undici sets one (--liftoff-only), so a chunk
+ * loaded before and one loaded after it have caches of their own (the run records only those
+ * made under the flags they were loaded with). Two runs: `config get-contexts` reading a config
+ * file (the CLI and yaml, before the flag: every start compiles the command tree and parses its
+ * argv as that run does), and `lease extend - -o yaml`, the id on standard input, with no config
+ * file against a broker here (undici, then yaml printing the answer, after it: one id as an
+ * argument goes over node:http, a built-in module, and loads no chunk of undici). The caches, an
+ * index, its length and a mark go at the end of the file.
  */
 async function appendCodeCaches(file) {
   const server = createServer((request, response) => {
@@ -314,24 +340,32 @@ async function appendCodeCaches(file) {
   const url = `http://127.0.0.1:${server.address().port}`;
   writeFileSync(config, `current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: ${url}\n`);
   const recorded = join(work, 'code-caches.json');
+  const caches = new Map();
   try {
-    await new Promise((resolve, reject) => {
-      // The id from standard input: that run sends over undici (one id as an argument goes over
-      // node:http, a built-in module, and would load no chunk of undici to record).
-      const run = execFile(
-        file,
-        ['lease', 'extend', '-', '-o', 'json', '--retries', '0', '--timeout', '10s'],
-        { env: { QUEEN_CONFIG: config, QUEENCTL_EXE_RECORD_CODE_CACHE: `${codeCacheToken}:${recorded}` } },
-        (error, stdout, stderr) =>
-          error ? reject(new Error(`the code cache run failed: ${error.message}\n${stderr}`)) : resolve(stdout),
-      );
-      run.stdin.end('warm-up\n');
-    });
+    for (const [argv, configFile, input] of [
+      [['config', 'get-contexts'], config, ''],
+      [['lease', 'extend', '-', '--server', url, '-o', 'yaml', '--retries', '0'], join(work, 'none.yaml'), 'warm-up\n'],
+    ]) {
+      await new Promise((resolve, reject) => {
+        const run = execFile(
+          file,
+          argv,
+          { env: { QUEEN_CONFIG: configFile, QUEENCTL_EXE_RECORD_CODE_CACHE: `${codeCacheToken}:${recorded}` } },
+          (error, stdout, stderr) =>
+            error
+              ? reject(new Error(`the code cache run \`${argv.join(' ')}\` failed: ${error.message}\n${stderr}`))
+              : resolve(stdout),
+        );
+        run.stdin.end(input);
+      });
+      for (const [chunk, base64] of Object.entries(JSON.parse(readFileSync(recorded, 'utf8'))))
+        if (!caches.has(chunk)) caches.set(chunk, base64);
+    }
   } finally {
     server.close();
   }
-  const caches = Object.entries(JSON.parse(readFileSync(recorded, 'utf8')));
-  if (caches.length === 0) throw new Error('the code cache run loaded no chunk');
+  for (const chunk of ['cli', 'yaml', 'undici+liftoff-only', 'yaml+liftoff-only'])
+    if (!caches.has(chunk)) throw new Error(`the code cache runs made no cache of ${chunk}`);
   let offset = statSync(file).size;
   const index = {};
   const parts = [];
@@ -346,7 +380,7 @@ async function appendCodeCaches(file) {
   tail.writeUInt32LE(indexBytes.length, 0);
   tail.write(CODE_CACHE_MARK, 4, 'latin1');
   appendFileSync(file, Buffer.concat([...parts, indexBytes, tail]));
-  say(`code caches of ${caches.map(([chunk]) => chunk).join(', ')} appended`);
+  say(`code caches of ${[...caches.keys()].join(', ')} appended`);
 }
 
 /** The pinned Node.js release binary: QUEENCTL_EXE_NODE when it is that version, else the cache. */

@@ -73,11 +73,11 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 /**
- * The process's output `fd`, decided on first use. Output that is a pipe, a file or /dev/null is
- * no terminal: it is written to the descriptor directly (synchronously, as the stream would be
- * there), so neither process.stdout nor node:tty and node:net are loaded to ask (~5 ms that
- * `--version`, a usage error or a script's run need not pay; issue 19). A terminal gets the real
- * stream, which spinners need.
+ * The process's output `fd`, decided on first use. Output that is a pipe, a socket, a file or
+ * /dev/null is no terminal: it is written to the descriptor directly (synchronously, as the stream
+ * would be there), so neither process.stdout nor node:tty and node:net are loaded to ask (~5 ms
+ * that `--version`, a usage error or a script's run need not pay; issue 19). A terminal gets the
+ * real stream, which spinners need.
  */
 function processOutput(fd: 1 | 2, stream: () => NodeJS.WriteStream): () => CliStream {
   let port: CliStream | undefined;
@@ -138,11 +138,14 @@ function writeDirect(
   }
 }
 
-/** A pipe, a regular file or /dev/null: output that no terminal shows. */
+/**
+ * A pipe, a socket (what a Node.js parent's `stdio: 'pipe'`, journald or a container runtime
+ * gives), a regular file or /dev/null: output that no terminal shows.
+ */
 function isPlainOutput(fd: number): boolean {
   try {
     const stat = fstatSync(fd);
-    if (stat.isFIFO() || stat.isFile()) return true;
+    if (stat.isFIFO() || stat.isSocket() || stat.isFile()) return true;
     return stat.isCharacterDevice() && stat.rdev === statSync('/dev/null').rdev;
   } catch {
     return false;

@@ -1,16 +1,17 @@
 /**
- * The dependencies the start-up snapshot does not hold, in the standalone executable only
- * (scripts/build-exe.mjs, docs/standalone.md). undici (which needs node:tls for https, which a
- * snapshot cannot hold, and the whole of it behind a proxy), yaml, chalk, ora and cli-table3 are
- * bundled into scripts of their own, carried as assets of the executable. A path that needs one compiles and runs it
- * here; a path that does not never reads it, and the snapshot stays small, which every run pays
- * for.
+ * The scripts of the standalone executable that its entry (src/standalone.ts) loads
+ * (scripts/build-exe.mjs, docs/standalone.md): the CLI itself (src/standalone-cli.ts), and the
+ * dependencies only some paths use: undici (and the whole of it behind a proxy), yaml, chalk,
+ * ora, cli-table3 and jsonpath-rfc9535, each bundled into a script of its own, carried as an
+ * asset of the executable. A path that needs one compiles and runs it here; a path that does not
+ * never reads it.
  *
- * Code caches: V8 takes a code cache only from a process started from the very snapshot that
- * this one started from (docs/standalone.md, "Code caches"), so the build makes them by running
- * the finished executable once (recordCodeCaches), and appends them to the end of the file,
- * after everything the system loads: an index, its length and a mark, read here at the first
- * chunk. The executable writes no file; a missing or unreadable cache only costs compile time.
+ * Code caches: each script is compiled through a code cache, made by the build by running the
+ * finished executable (recordCodeCaches) after everything that run compiled, and appended to the
+ * end of the file, after everything the system loads: an index, its length and a mark, read here
+ * at the first chunk. V8 takes a cache only under the flags it was made with (docs/standalone.md,
+ * "Code caches"). The executable writes no file; a missing or unreadable cache only costs compile
+ * time.
  */
 import { closeSync, fstatSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -18,7 +19,31 @@ import { Script } from 'node:vm';
 
 /** What a chunk's script exports: each module specifier it serves, to that module's exports. */
 type ChunkExports = Record<string, unknown>;
-const loaded = new Map<string, { exports: ChunkExports; script: Script }>();
+/** Each chunk loaded, with the key of the code cache it was compiled with (cacheKey). */
+const loaded = new Map<string, { exports: ChunkExports; script: Script; key: string }>();
+
+/** How the CLI's chunk requires this module (scripts/build-exe.mjs): this very instance. */
+export const CHUNKS_MODULE_ID = 'queenctl:chunks';
+/**
+ * undici compiles its HTTP parser (llhttp) to WebAssembly: with V8's baseline compiler only, as
+ * bin/queenctl.cjs does for the npm package, so that process exit does not wait for an optimising
+ * compile. Set when the first of these chunks loads, not at start: V8 then rejects the code cache
+ * of every Node.js module compiled later, which starts would pay for (docs/standalone.md), and
+ * loading node:v8 itself costs ~2 ms.
+ */
+const LIFTOFF_ONLY = new Set(['undici', 'undici-proxy']);
+let liftoffOnly = false;
+/**
+ * The Node.js modules undici loads besides those node:v8 does: loaded before the flag is set, so
+ * that they come from Node's own code cache, not compiled from source (measured on `lease extend`,
+ * docs/standalone.md). One missing here only costs its compile.
+ */
+const BEFORE_LIFTOFF_ONLY = ['node:assert', 'node:net'];
+/**
+ * A code cache serves only a compile under the V8 flags it was made with: a chunk loaded after
+ * --liftoff-only (yaml printing a response, say) has caches of its own, under another key.
+ */
+const cacheKey = (name: string): string => (liftoffOnly ? `${name}+liftoff-only` : name);
 
 /** The last bytes of an executable that carries code caches (scripts/build-exe.mjs writes it). */
 export const CODE_CACHE_MARK = 'QCTLCC01';
@@ -31,27 +56,35 @@ export function loadChunk(name: string): ChunkExports {
   if (known) return known.exports;
   // A single executable's own require loads built-in modules only, which is all a chunk needs.
   const requireBuiltin = createRequire(process.execPath);
+  if (LIFTOFF_ONLY.has(name) && !liftoffOnly) {
+    for (const id of BEFORE_LIFTOFF_ONLY) requireBuiltin(id);
+    (requireBuiltin('node:v8') as typeof import('node:v8')).setFlagsFromString('--liftoff-only');
+    liftoffOnly = true;
+  }
   const { getAsset } = requireBuiltin('node:sea') as typeof import('node:sea');
   // The build writes chunks in ASCII, bar comments: read as Latin-1, the fastest decoding.
   const source = Buffer.from(getAsset(`${name}.js`)).toString('latin1');
-  const cachedData = recording ? undefined : codeCache(name);
-  const script = new Script(`(function (module, exports, require) {${source}\n})`, {
+  const key = cacheKey(name);
+  const cachedData = recording ? undefined : codeCache(key);
+  // The build wrote the chunk as a function of its module, exports and require.
+  const script = new Script(source, {
     filename: `queenctl:${name}.js`,
     cachedData,
   });
   if (cachedData && script.cachedDataRejected && process.env.QUEENCTL_DEBUG)
     process.stderr.write(`queenctl: the code cache of ${name} was rejected: compiled from source\n`);
   const module = { exports: {} as ChunkExports };
-  (script.runInThisContext() as (m: typeof module, e: ChunkExports, r: NodeRequire) => void)(
+  const requireInChunk = (id: string): unknown => (id === CHUNKS_MODULE_ID ? self : requireBuiltin(id));
+  (script.runInThisContext() as (m: typeof module, e: ChunkExports, r: (id: string) => unknown) => void)(
     module,
     module.exports,
-    requireBuiltin,
+    requireInChunk,
   );
-  loaded.set(name, { exports: module.exports, script });
+  loaded.set(name, { exports: module.exports, script, key });
   return module.exports;
 }
 
-function codeCache(name: string): Buffer | undefined {
+function codeCache(key: string): Buffer | undefined {
   let fd: number | undefined;
   try {
     fd = openSync(process.execPath, 'r');
@@ -65,7 +98,7 @@ function codeCache(name: string): Buffer | undefined {
       readSync(fd, index, 0, index.length, size - 12 - index.length);
       cacheIndex = JSON.parse(index.toString('utf8')) as Record<string, [number, number]>;
     }
-    const entry = cacheIndex?.[name];
+    const entry = cacheIndex?.[key];
     if (!entry) return undefined;
     const data = Buffer.alloc(entry[1]);
     readSync(fd, data, 0, entry[1], entry[0]);
@@ -80,14 +113,21 @@ function codeCache(name: string): Buffer | undefined {
 
 /**
  * For the build only: this run's chunks are compiled from source, and at exit the code cache of
- * each one loaded (everything the run compiled of it) is written to `file`, as JSON of base64.
+ * each one loaded (everything the run compiled of it) is written to `file`, as JSON of base64, by
+ * its key; but not of a chunk loaded under other flags than now: V8 would take that cache for
+ * neither.
  */
 export function recordCodeCaches(file: string): void {
   recording = file;
   process.on('exit', () => {
     const caches = Object.fromEntries(
-      [...loaded].map(([name, { script }]) => [name, script.createCachedData().toString('base64')]),
+      [...loaded]
+        .filter(([name, { key }]) => key === cacheKey(name))
+        .map(([, { script, key }]) => [key, script.createCachedData().toString('base64')]),
     );
     writeFileSync(file, JSON.stringify(caches));
   });
 }
+
+/** This module, as a chunk requires it (CHUNKS_MODULE_ID). */
+const self = { loadChunk };
