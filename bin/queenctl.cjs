@@ -19,20 +19,29 @@ const { dirname, isAbsolute, join } = require('node:path');
 const { Script } = require('node:vm');
 
 // Two kinds of run, each with code caches of its own: `net`, the commands that send requests
-// (lease, ping, version), which compile most of the bundle and may load undici; and `local`, all
-// the others (--version, help, config, completion, usage errors), which compile less.
+// (lease, ping, version), which compile most of the bundle; and `local`, all the others
+// (--version, help, config, completion, usage errors), which compile less and start from a
+// smaller cache.
 const NET_COMMANDS = new Set(['lease', 'ping', 'version']);
 const kind = process.argv.slice(2).some((arg) => NET_COMMANDS.has(arg)) ? 'net' : 'local';
 
 // undici parses HTTP with llhttp compiled to WebAssembly. On Node 20 (V8 11), V8's optimising
 // tier compiles it again in the background and process exit waits for that: +80 ms for one
 // request, pinned to one CPU (docs/architecture.md). The baseline compiler serves a CLI well, so
-// a net run on Node 20 sets --liftoff-only before anything is compiled. Node 22 and 24 do not wait
-// (the flag made them slower), and local runs never load undici: neither sets it, and neither
-// loads node:v8 for it (with node:stream, ~2 ms). V8 accepts a code cache only under the flags it
-// was made with, hence a cache per kind.
-if (kind === 'net' && Number.parseInt(process.versions.v8, 10) < 12) {
+// on Node 20 --liftoff-only is set just before undici's file is loaded (Node 22 and 24 do not
+// wait; the flag made them slower). Not before: node:v8, which sets it, loads node:stream and
+// more (~2 ms), and once a V8 flag changes V8 refuses Node's own code cache for every Node module
+// compiled after (node:http, for one, on the path of `lease extend <id>`). So the Node modules
+// undici requires as it loads are loaded first, and a file of the bundle loaded after the flag
+// has caches of its own (`+liftoff`), made only by runs that end under the flag.
+const LIFTOFF_ONLY = Number.parseInt(process.versions.v8, 10) < 12;
+const UNDICI_BUILTINS = ['node:stream', 'node:assert', 'node:diagnostics_channel', 'node:net', 'node:http'];
+let flagged = false;
+function liftoffOnly() {
+  if (!LIFTOFF_ONLY || flagged) return;
+  for (const builtin of UNDICI_BUILTINS) require(builtin);
   require('node:v8').setFlagsFromString('--liftoff-only');
+  flagged = true;
 }
 
 // The bundle comes in several files: dist/queenctl.cjs, which every run loads, and files the
@@ -51,8 +60,10 @@ const writingShipped = process.env.QUEENCTL_WRITE_CODE_CACHE === '1';
 const cacheHome = writingShipped || buildId === undefined ? undefined : userCacheHome(process.env);
 const userDir = cacheHome === undefined ? undefined : join(cacheHome, 'queenctl', 'code');
 const prefix = `${process.version}-${process.arch}-${buildId}`;
+/** The caches' kind, and `+liftoff` for a file loaded under that flag. */
+const cacheKind = () => `${kind}${flagged ? '+liftoff' : ''}`;
 /** This kind's cache of the bundle (chunk undefined) or of a chunk, made on this machine. */
-const userCache = (chunk) => userDir && join(userDir, `${prefix}.${kind}${chunk ? `-${chunk}` : ''}.cache`);
+const userCache = (chunk) => userDir && join(userDir, `${prefix}.${cacheKind()}${chunk ? `-${chunk}` : ''}.cache`);
 
 /** The scripts this run loaded, each with the cache it may write at the end. */
 const loaded = [];
@@ -68,6 +79,7 @@ const requireInBundle = (id) => {
     // Each file of one build begins with the same line: one of another build is never run with it.
     const chunkBuild = /^\/\/ queenctl build ([0-9a-f]+)/.exec(text)?.[1];
     if (chunkBuild !== buildId) throw new Error(`${file} is not of this build of queenctl: install it again`);
+    if (name === 'undici') liftoffOnly();
     chunks.set(name, load(file, text, userCache(name), `of queenctl-${name}.cjs `));
   }
   return chunks.get(name);
@@ -75,8 +87,14 @@ const requireInBundle = (id) => {
 const main = load(filename, source, userCache(undefined), '');
 main.main(process.argv.slice(2)).then(() => {
   for (const script of loaded) {
+    // V8 stamps a cache with the flags in force when it is made: one loaded before the flag would
+    // be refused at every start.
+    if (script.flagged !== flagged) {
+      debug(`code cache ${script.label}not written: V8 flags changed after it was loaded`);
+      continue;
+    }
     if (writingShipped) {
-      fs.writeFileSync(shippedCache(script.file), script.script.createCachedData());
+      fs.writeFileSync(script.shipped, script.script.createCachedData());
       continue;
     }
     if (script.accepted) continue;
@@ -91,7 +109,7 @@ main.main(process.argv.slice(2)).then(() => {
 
 /** The cache of `file` shipped with the package for this kind of run (scripts/bundle.mjs). */
 function shippedCache(file) {
-  return `${file}.${kind}.cache`;
+  return `${file}.${cacheKind()}.cache`;
 }
 
 /**
@@ -125,7 +143,7 @@ function load(file, text, userFile, label) {
       cacheFile === shipped ? 'shipped with the package' : `made on this machine for node ${process.version}`;
     debug(`code cache ${label}${accepted ? 'accepted' : 'rejected'} (${made}): ${cacheFile}`);
   }
-  loaded.push({ file, script, accepted, userFile, label });
+  loaded.push({ file, script, accepted, userFile, label, shipped, flagged });
   const module = { exports: {} };
   script.runInThisContext()(module.exports, requireInBundle, module, file, dirname(file));
   return module.exports;

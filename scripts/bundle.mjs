@@ -5,7 +5,7 @@ import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -136,6 +136,12 @@ const firstLine = `// queenctl build ${buildId} node ${process.version}\n`;
 await writeFile(outfile, `${firstLine}${bundled.text}`);
 for (const chunk of chunkBuilds) await writeFile(chunk.outfile, `${firstLine}${chunk.bundled.text}`);
 
+// The caches of an earlier build go first: V8 checks only a source's length, and nothing may run
+// this build's files with them.
+for (const name of await readdir(dirname(outfile))) {
+  if (/^queenctl.*\.cache$/.test(name)) await rm(join(dirname(outfile), name), { force: true });
+}
+
 // The completion scripts, made by the bundle just written, into a file of their own that the bundle
 // requires when they are asked for (src/commands/completion.ts): `completion bash` no longer runs
 // the generator. Made with no such file (an earlier build's) beside it: generated, not copied.
@@ -152,14 +158,12 @@ for (const shell of ['bash', 'zsh', 'fish']) {
 await writeFile(completionFile, `${firstLine}module.exports = ${JSON.stringify({ scripts })};\n`);
 
 // Code caches made by runs that take the common paths, so later runs skip compiling what they
-// compiled: one set for each kind of run (bin/queenctl.cjs): `net`, by lease runs (parse flags,
-// renew, fail, report), and `local`, by a config verb (the command tree, the config file, a
-// table). The shipped caches are written only here; the loader writes its own, elsewhere, only
-// for other Node versions. Both read a config file, as most users' runs do, so yaml's caches are
-// made too. Within a kind, the last run to load a file writes its cache.
-for (const file of [outfile, completionFile, ...chunkBuilds.map((chunk) => chunk.outfile)]) {
-  for (const kind of ['', '.net', '.local']) await rm(`${file}${kind}.cache`, { force: true });
-}
+// compiled: one set for each kind of run (bin/queenctl.cjs), `net` by lease runs (parse flags,
+// renew, fail, report) and `local` by help, completion, a usage error and config verbs, and a set
+// for the files loaded after undici's flag. The shipped caches are written only here; the loader
+// writes its own, elsewhere, only for other Node versions. The runs read a config file, as most
+// users' runs do, so yaml's caches are made too. Each run starts from the cache the one before
+// wrote, so a cache holds what all of its kind's runs compiled.
 const config = join(scratch, 'config.yaml');
 await writeFile(config, 'current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: http://127.0.0.1:9\n');
 let runs = 0;
@@ -183,15 +187,15 @@ const warmUp = (args, input = '') => {
 };
 const extend = (ids) => ['lease', 'extend', ids, '--server', 'http://127.0.0.1:9', '--retries', '0', '--timeout', '2s'];
 try {
-  // `lease extend -` (ids from standard input) sends over undici, `lease extend <id>` over
-  // node:http (src/commands/globals.ts). A table in colour over undici first, for the caches of
-  // chalk's and undici's files; then one id as JSON over node:http, the common path of scripts,
-  // whose run writes the net kind's caches of the files it loads (the bundle's and yaml's) last.
+  // `lease extend -` (ids from standard input) sends over undici, under --liftoff-only on Node 20:
+  // its run makes the caches of the files loaded after that flag (undici's, chalk's for a table in
+  // colour). `lease extend <id>` goes over node:http: a table in colour, then JSON, the common path
+  // of scripts, make the net kind's caches of the bundle, yaml's and chalk's.
   warmUp(['lease', 'extend', '--help']);
   warmUp([...extend('-'), '-o', 'table', '--color'], 'warm-up\n');
+  warmUp([...extend('warm-up'), '-o', 'table', '--color']);
   warmUp([...extend('warm-up'), '-o', 'json']);
-  // The local kind: help, completion, a usage error and config verbs (each run starts from the
-  // cache the one before wrote: bin/queenctl.cjs).
+  // The local kind.
   warmUp(['help']);
   warmUp(['completion', 'bash']);
   warmUp(['--no-such-flag']);
