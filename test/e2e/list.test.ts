@@ -7,16 +7,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import { withSimulator } from '../support/shared.js';
 import { type InProcessResult, runInProcess } from '../support/in-process.js';
-
-async function withSimulator(body: (sim: Simulator) => Promise<void>): Promise<void> {
-  const sim = await startSimulator();
-  try {
-    await body(sim);
-  } finally {
-    await sim.close();
-  }
-}
 
 const list = (sim: Simulator, args: string[], env: Record<string, string | undefined> = {}): Promise<InProcessResult> =>
   runInProcess(['lease', 'list', '--server', sim.url, ...args], { env });

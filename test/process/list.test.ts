@@ -5,17 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import type { Simulator } from '../../tools/simulator/index.js';
+import { withSimulator } from '../support/shared.js';
 import { cliCommandLine, runShell, startCli } from '../support/cli.js';
-
-async function withSimulator(body: (sim: Simulator) => Promise<void>): Promise<void> {
-  const sim = await startSimulator();
-  try {
-    await body(sim);
-  } finally {
-    await sim.close();
-  }
-}
 
 /** Orders p1, p2 (queue mode, one pop), billing on p2, analytics on 12 partitions, invoices x. */
 function scene(sim: Simulator): { queueMode: string; billing: string; analytics: string; invoices: string } {

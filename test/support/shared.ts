@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach } from 'node:test';
 import { UsageError } from '../../src/exit.js';
-import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import { startSimulator, type Simulator, type SimulatorOptions } from '../../tools/simulator/index.js';
 
 /** Starts a simulator for the file and resets its state before each test; call at top level. */
 export function sharedSimulator(): () => Simulator {
@@ -23,6 +23,19 @@ export function sharedSimulator(): () => Simulator {
     assert.ok(sim, 'the simulator starts in before()');
     return sim;
   };
+}
+
+/** Runs a scenario against a simulator of its own, closed after it whatever happens. */
+export async function withSimulator(
+  scenario: (sim: Simulator) => Promise<void>,
+  options: SimulatorOptions = {},
+): Promise<void> {
+  const sim = await startSimulator(options);
+  try {
+    await scenario(sim);
+  } finally {
+    await sim.close();
+  }
 }
 
 /** The UsageError a promise rejects with; fails the test on anything else. */

@@ -3,7 +3,8 @@
  * a process (test/process/watch.test.ts) alike: its ndjson events, parsed as they come, and waits
  * for an event or a line on stderr. (The large watches, read as counts: test/support/watching.ts.)
  */
-import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import type { Simulator } from '../../tools/simulator/index.js';
+import { withSimulator as withOwnSimulator } from './shared.js';
 
 export interface WatchEventLine {
   event: string;
@@ -52,12 +53,6 @@ export function watchScenario<Exit>(run: RunHandle<Exit>): WatchScenario<Exit> {
   };
 }
 
-/** Runs a scenario against a simulator of its own, which keeps every request it gets. */
-export async function withSimulator(scenario: (sim: Simulator) => Promise<void>): Promise<void> {
-  const sim = await startSimulator({ tokens: null });
-  try {
-    await scenario(sim);
-  } finally {
-    await sim.close();
-  }
-}
+/** Runs a scenario against a simulator of its own, with no tokens, which keeps every request it gets. */
+export const withSimulator = (scenario: (sim: Simulator) => Promise<void>): Promise<void> =>
+  withOwnSimulator(scenario, { tokens: null });

@@ -4,9 +4,10 @@
  * the broker and queenctl must not share one thread), its ndjson events parsed as they come,
  * and counts.
  */
-import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import type { Simulator } from '../../tools/simulator/index.js';
 import { startCli } from './cli.js';
 import { startInProcess } from './in-process.js';
+import { withSimulator as withOwnSimulator } from './shared.js';
 import type { WatchEventLine } from './watch-scenario.js';
 
 export interface Watching {
@@ -60,11 +61,6 @@ export const renewedIds = (events: WatchEventLine[]): Set<string> =>
 /** Connection attempts the broker refused, as the client's -v trace tells them. */
 export const refusedAttempts = (stderr: string): number => stderr.match(/ECONNREFUSED/g)?.length ?? 0;
 
-export async function withSimulator(scenario: (sim: Simulator) => Promise<void>): Promise<void> {
-  const sim = await startSimulator({ tokens: null, logLimit: 100 });
-  try {
-    await scenario(sim);
-  } finally {
-    await sim.close();
-  }
-}
+/** Runs a scenario against a simulator of its own, with no tokens, keeping its last 100 requests. */
+export const withSimulator = (scenario: (sim: Simulator) => Promise<void>): Promise<void> =>
+  withOwnSimulator(scenario, { tokens: null, logLimit: 100 });
