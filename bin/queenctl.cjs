@@ -53,9 +53,10 @@ const CHUNK = /^\.\/queenctl-([a-z]+)\.cjs$/;
 const debug = process.env.QUEENCTL_DEBUG ? (line) => process.stderr.write(`queenctl: ${line}\n`) : () => {};
 const filename = join(__dirname, '..', 'dist', 'queenctl.cjs');
 const source = fs.readFileSync(filename, 'utf8');
-// The build's id (a hash of the bundle, first line of it): V8 checks only a source's length, so
-// a cache must never be used for another build of the same size.
-const buildId = /^\/\/ queenctl build ([0-9a-f]+)/.exec(source)?.[1];
+// The build's id (a hash of the bundle, on the first line of each of its files): V8 checks only a
+// source's length, so a cache must never be used for another build of the same size.
+const buildOf = (text) => /^\/\/ queenctl build ([0-9a-f]+)/.exec(text)?.[1];
+const buildId = buildOf(source);
 const writingShipped = process.env.QUEENCTL_WRITE_CODE_CACHE === '1';
 const cacheHome = writingShipped || buildId === undefined ? undefined : userCacheHome(process.env);
 const userDir = cacheHome === undefined ? undefined : join(cacheHome, 'queenctl', 'code');
@@ -76,9 +77,8 @@ const requireInBundle = (id) => {
   if (!chunks.has(name)) {
     const file = join(dirname(filename), id);
     const text = fs.readFileSync(file, 'utf8');
-    // Each file of one build begins with the same line: one of another build is never run with it.
-    const chunkBuild = /^\/\/ queenctl build ([0-9a-f]+)/.exec(text)?.[1];
-    if (chunkBuild !== buildId) throw new Error(`${file} is not of this build of queenctl: install it again`);
+    // A file of another build is never run with this one.
+    if (buildOf(text) !== buildId) throw new Error(`${file} is not of this build of queenctl: install it again`);
     if (name === 'undici') liftoffOnly();
     chunks.set(name, load(file, text, userCache(name), `of queenctl-${name}.cjs `));
   }

@@ -147,46 +147,47 @@ for (const name of await readdir(dirname(outfile))) {
 // the generator. Made with no such file (an earlier build's) beside it: generated, not copied.
 const completionFile = fileURLToPath(new URL('dist/queenctl-completion.cjs', root));
 await rm(completionFile, { force: true });
+const bin = fileURLToPath(new URL('bin/queenctl.cjs', root));
+// The runs of the bundle below keep their cache directories in here, not in the builder's.
 const scratch = await mkdtemp(join(tmpdir(), 'queenctl-build-'));
-const scripts = {};
-for (const shell of ['bash', 'zsh', 'fish']) {
-  const bin = fileURLToPath(new URL('bin/queenctl.cjs', root));
-  // Its own cache directory: the builder's own is not written.
-  const env = { ...process.env, XDG_CACHE_HOME: join(scratch, 'completion-cache') };
-  scripts[shell] = execFileSync(process.execPath, [bin, 'completion', shell], { encoding: 'utf8', env });
-}
-await writeFile(completionFile, `${firstLine}module.exports = ${JSON.stringify({ scripts })};\n`);
-
-// Code caches made by runs that take the common paths, so later runs skip compiling what they
-// compiled: one set for each kind of run (bin/queenctl.cjs), `net` by lease runs (parse flags,
-// renew, fail, report) and `local` by help, completion, a usage error and config verbs, and a set
-// for the files loaded after undici's flag. The shipped caches are written only here; the loader
-// writes its own, elsewhere, only for other Node versions. The runs read a config file, as most
-// users' runs do, so yaml's caches are made too. Each run starts from the cache the one before
-// wrote, so a cache holds what all of its kind's runs compiled.
-const config = join(scratch, 'config.yaml');
-await writeFile(config, 'current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: http://127.0.0.1:9\n');
-let runs = 0;
-const warmUp = (args, input = '') => {
-  try {
-    execFileSync(process.execPath, [fileURLToPath(new URL('bin/queenctl.cjs', root)), ...args], {
-      // A cache directory of its own for each run: none keeps a config memo (src/config/memo.ts)
-      // for the next, so each reads the config file with yaml, and none writes in the builder's.
-      env: {
-        ...process.env,
-        QUEENCTL_WRITE_CODE_CACHE: '1',
-        QUEEN_CONFIG: config,
-        XDG_CACHE_HOME: join(scratch, `cache-${runs++}`),
-      },
-      input,
-      stdio: ['pipe', 'ignore', 'ignore'],
-    });
-  } catch {
-    // Exit 2 (nothing listens on port 9) is the expected end of a lease warm-up run.
-  }
-};
-const extend = (ids) => ['lease', 'extend', ids, '--server', 'http://127.0.0.1:9', '--retries', '0', '--timeout', '2s'];
 try {
+  const scripts = {};
+  for (const shell of ['bash', 'zsh', 'fish']) {
+    const env = { ...process.env, XDG_CACHE_HOME: join(scratch, 'completion-cache') };
+    scripts[shell] = execFileSync(process.execPath, [bin, 'completion', shell], { encoding: 'utf8', env });
+  }
+  await writeFile(completionFile, `${firstLine}module.exports = ${JSON.stringify({ scripts })};\n`);
+
+  // Code caches made by runs that take the common paths, so later runs skip compiling what they
+  // compiled: one set for each kind of run (bin/queenctl.cjs), `net` by lease runs (parse flags,
+  // renew, fail, report) and `local` by help, completion, a usage error and config verbs, and a set
+  // for the files loaded after undici's flag. The shipped caches are written only here; the loader
+  // writes its own, elsewhere, only for other Node versions. The runs read a config file, as most
+  // users' runs do, so yaml's caches are made too. Each run starts from the cache the one before
+  // wrote, so a cache holds what all of its kind's runs compiled.
+  const config = join(scratch, 'config.yaml');
+  await writeFile(config, 'current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: http://127.0.0.1:9\n');
+  let runs = 0;
+  const warmUp = (args, input = '') => {
+    try {
+      execFileSync(process.execPath, [bin, ...args], {
+        // A cache directory of its own for each run: none keeps a config memo (src/config/memo.ts)
+        // for the next, so each reads the config file with yaml, and none writes in the builder's.
+        env: {
+          ...process.env,
+          QUEENCTL_WRITE_CODE_CACHE: '1',
+          QUEEN_CONFIG: config,
+          XDG_CACHE_HOME: join(scratch, `cache-${runs++}`),
+        },
+        input,
+        stdio: ['pipe', 'ignore', 'ignore'],
+      });
+    } catch {
+      // Exit 2 (nothing listens on port 9) is the expected end of a lease warm-up run.
+    }
+  };
+  const server = ['--server', 'http://127.0.0.1:9', '--retries', '0', '--timeout', '2s'];
+  const extend = (ids) => ['lease', 'extend', ids, ...server];
   // `lease extend -` (ids from standard input) sends over undici, under --liftoff-only on Node 20:
   // its run makes the caches of the files loaded after that flag (undici's, chalk's for a table in
   // colour). `lease extend <id>` goes over node:http: a table in colour, then JSON, the common path

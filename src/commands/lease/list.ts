@@ -91,6 +91,7 @@ Examples:
     )
     .action(async (options: ListFlags, command: Command) => {
       checkWatchFlags(options);
+      const expiry = Boolean(options.expiry) || options.expiringWithin !== undefined;
       await globals.run(
         command,
         async (runtime, settings) => {
@@ -99,7 +100,7 @@ Examples:
             queues: options.queue ?? [],
             partitions: options.partition ?? [],
             all: Boolean(options.all),
-            expiry: Boolean(options.expiry) || options.expiringWithin !== undefined,
+            expiry,
             expiringWithinMs: options.expiringWithin,
             retry: { ...settings.retry, retries: options.retries },
             concurrency: settings.concurrency,
@@ -109,9 +110,9 @@ Examples:
           if (!options.watch) return runList(listOptions, runtime);
           const { runListWatch } = await import('./list-watch.js');
           return runListWatch({ ...listOptions, intervalMs: options.interval ?? DEFAULT_INTERVAL_MS }, runtime);
-          // A listing is a few requests; --watch lists again and again, --expiry asks each lease.
         },
-        { requests: options.watch || options.expiry || options.expiringWithin !== undefined ? 'many' : 'few' },
+        // A listing is a few requests; --watch lists again and again, an expiry asks each lease.
+        { requests: options.watch || expiry ? 'many' : 'few' },
       );
     });
 }
