@@ -35,9 +35,9 @@ context), ping also proves it with the lightest read a read-only token may make 
 route), and exits 3 when the broker refuses it. --timeout is 5s unless given.
 
 The clock skew is the broker's clock minus this machine's, from the answer's Date header. The
-header has whole seconds and may lag by one more, so the skew is known to within about 2s: the
-table says "in sync (within 2s)", or "ahead by 3s..6s" / "behind by ..." when the whole range
-is on one side; -o json gives clockSkewMs, the middle, and clockSkewErrorMs: the skew lies
+header has whole seconds and may lag by one more, so one answer puts the skew in a range about
+2s wide: the table says "in sync (within 2s)" when it holds 0, else "ahead by 3s..6s" or
+"behind by ..."; -o json gives clockSkewMs, its middle, and clockSkewErrorMs: the skew lies
 within clockSkewMs +/- clockSkewErrorMs. Lease deadlines run on the broker's clock: a skew of
 minutes means local times say nothing about when a lease expires.
 
@@ -51,7 +51,7 @@ Examples:
   queenctl ping
   queenctl --context prod ping -o json
   queenctl ping -q || { echo "broker down: stop the runbook"; exit 1; }
-  queenctl ping -o jsonpath=.clockSkewMs`,
+  queenctl ping -o jsonpath='{.clockSkewMs} {.clockSkewErrorMs}'`,
     )
     .action(async (_options: unknown, command: Command) => {
       const timeoutGiven = command.getOptionValueSourceWithGlobals('timeout') !== 'default';
