@@ -4,9 +4,10 @@
  *
  * - a renewal that moved the deadline set it to exactly brokerNow + seconds, so
  *   expiresAt - seconds is the broker's time of the renewal, to the millisecond;
- * - otherwise the Date header, whole seconds and possibly a second stale: its midpoint.
+ * - otherwise the Date header, whole seconds and possibly a second stale: the middle of the
+ *   range it allows (dateHeaderSkew).
  *
- * The offset is broker time minus the local time the answer arrived; remaining time is then
+ * The offset is broker time minus local time; remaining time is then
  * expiresAt - (localNow + offset), whatever the local clock says.
  */
 import type { Renewal } from './contract.js';
@@ -19,7 +20,33 @@ export interface BrokerClockEstimate {
   source: ClockSource;
 }
 
-/** How far a renewal's implied time may sit from the Date header and still be trusted. */
+/**
+ * How far the Date header may sit behind the broker's clock: whole seconds, truncated, and
+ * cached for up to a second more (docs/broker.md#date-header-lag).
+ */
+export const DATE_HEADER_LAG_MS = 2_000;
+
+/** The broker's clock minus ours, ms: at least minMs, at most maxMs. */
+export interface SkewRange {
+  minMs: number;
+  maxMs: number;
+}
+
+/**
+ * What one Date header tells of the broker's clock minus ours, for an answer sent and received
+ * at these local times. The header was written between the two, at a broker time in
+ * [Date, Date + DATE_HEADER_LAG_MS): so the skew is at least Date - receivedAt and at most
+ * Date + DATE_HEADER_LAG_MS - sentAt, a range 2 s wide plus the round trip, whatever the
+ * clocks say (docs/broker.md#date-header-lag).
+ */
+export function dateHeaderSkew(brokerDateMs: number, sentAtMs: number, receivedAtMs: number): SkewRange {
+  return { minMs: brokerDateMs - receivedAtMs, maxMs: brokerDateMs + DATE_HEADER_LAG_MS - sentAtMs };
+}
+
+/**
+ * How far a renewal's implied time may sit from the middle of the Date header's own second and
+ * still be taken for the time of this renewal (docs/broker.md#date-header-lag: within 2 s).
+ */
 const DATE_HEADER_SLACK_MS = 2_000;
 
 export function estimateBrokerClock(
@@ -31,14 +58,14 @@ export function estimateBrokerClock(
   const localMidMs = (sentAtMs + receivedAtMs) / 2;
   const { brokerDateMs, expiresAtMs } = renewal;
   if (brokerDateMs === null) return { offsetMs: 0, source: 'local' };
-  const dateEstimateMs = brokerDateMs + 500;
   if (expiresAtMs !== null) {
     const renewedAtMs = expiresAtMs - requestedSeconds * 1000;
-    if (Math.abs(renewedAtMs - dateEstimateMs) <= DATE_HEADER_SLACK_MS) {
+    if (Math.abs(renewedAtMs - (brokerDateMs + 500)) <= DATE_HEADER_SLACK_MS) {
       return { offsetMs: renewedAtMs - localMidMs, source: 'renewal' };
     }
   }
-  return { offsetMs: dateEstimateMs - receivedAtMs, source: 'date-header' };
+  const { minMs, maxMs } = dateHeaderSkew(brokerDateMs, sentAtMs, receivedAtMs);
+  return { offsetMs: (minMs + maxMs) / 2, source: 'date-header' };
 }
 
 export function remainingMs(expiresAtMs: number, localNowMs: number, clock: BrokerClockEstimate): number {
@@ -57,7 +84,8 @@ export function timeZoneSuspicion(renewal: Renewal, requestedSeconds: number): s
   if (shortByMs < 60_000) return null;
   const hours = shortByMs / 3_600_000;
   const gap = hours >= 1 ? `${Math.round(hours * 10) / 10}h` : `${Math.round(shortByMs / 60_000)}m`;
-  const date = new Date(brokerDateMs).toISOString();
+  // The header has whole seconds: printed with them alone, not a precise-looking .000.
+  const date = new Date(brokerDateMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
   const said = `the broker reported an expiry ${gap} earlier than its own clock allows (Date: ${date})`;
   // Time zones are whole or half hours, at most 14 from UTC; anything else is another fault.
   const halfHours = shortByMs / 1_800_000;
@@ -66,12 +94,6 @@ export function timeZoneSuspicion(renewal: Renewal, requestedSeconds: number): s
     ? `${said}: its database probably does not run in UTC, so expiry times are shifted by its time zone`
     : `${said}: its clock or its answer is wrong; do not trust the time left it implies`;
 }
-
-/**
- * How far the Date header may sit behind the broker's clock: whole seconds, truncated, and
- * cached for up to a second (docs/broker.md#date-header-lag).
- */
-const DATE_HEADER_LAG_MS = 2_000;
 
 /**
  * When a renewed lease expires, on the local clock, erring early: a watch schedules renewals

@@ -6,6 +6,7 @@
  * health report) is a BrokerError as on every route.
  */
 import { BrokerError } from '../exit.js';
+import { dateHeaderSkew } from './broker-clock.js';
 import { excerpt, isObject, statusError, type RawAnswer, type RouteWords } from './contract.js';
 
 export const HEALTH_PATH = '/health';
@@ -77,11 +78,22 @@ export function isHealthy(health: Health): boolean {
 }
 
 /**
- * The broker's clock minus ours, ms, from the Date header of an answer sent and received at these
- * local times: the header has whole seconds and may lag by up to one, so its middle is compared
- * with the middle of the request. Good to within a second (docs/broker.md#broker-clock).
+ * The broker's clock minus ours, as a Date header tells it: `ms` the middle of the range it
+ * allows, and the true skew within `ms ± errorMs`. The header has whole seconds and may lag by
+ * up to one more, so errorMs is at least a second (docs/broker.md#date-header-lag).
  */
-export function clockSkewMs(health: Health, sentAtMs: number, receivedAtMs: number): number | null {
+export interface ClockSkew {
+  ms: number;
+  errorMs: number;
+}
+
+/**
+ * The clock skew of an answer sent and received at these local times; null without a Date
+ * header. Whole milliseconds, rounded outward: ms ± errorMs always holds the range.
+ */
+export function clockSkew(health: Health, sentAtMs: number, receivedAtMs: number): ClockSkew | null {
   if (health.brokerDateMs === null) return null;
-  return Math.round(health.brokerDateMs + 500 - (sentAtMs + receivedAtMs) / 2);
+  const { minMs, maxMs } = dateHeaderSkew(health.brokerDateMs, sentAtMs, receivedAtMs);
+  const ms = Math.round((minMs + maxMs) / 2) || 0; // never -0, which JSON would print as 0 anyway
+  return { ms, errorMs: Math.ceil(Math.max(ms - minMs, maxMs - ms)) };
 }

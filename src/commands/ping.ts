@@ -6,9 +6,10 @@
 import { Command } from 'commander';
 import type { BrokerClient } from '../broker/client.js';
 import { FAILURE_HINTS } from '../broker/contract.js';
-import { clockSkewMs, isHealthy, TOKEN_PROBE_GROUP, type Health } from '../broker/health.js';
+import { type ClockSkew, clockSkew, isHealthy, TOKEN_PROBE_GROUP, type Health } from '../broker/health.js';
 import { AuthError, BrokerError, ExitCode, UsageError, signalExitCode } from '../exit.js';
 import { write } from '../io.js';
+import { formatClockSkew, knownClockSkew } from '../output/clock-skew.js';
 import { formatDuration } from '../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../output/format.js';
 import { recordSink } from '../output/records.js';
@@ -20,7 +21,7 @@ import type { Runtime } from './runtime.js';
 /** `--timeout` of ping when not given: an answer slower than this is no answer for a runbook. */
 export const PING_TIMEOUT_MS = 5_000;
 
-/** A skew from this size on is said on stderr: local times are then not to be trusted. */
+/** A skew known to be at least this is said on stderr: local times are then not to be trusted. */
 const SKEW_WARNING_MS = 60_000;
 
 export function pingCommand(globals: GlobalContext): Command {
@@ -33,9 +34,12 @@ GET /health needs no token. When a token is in force (--token, --token-file, QUE
 context), ping also proves it with the lightest read a read-only token may make (a consumer-group
 route), and exits 3 when the broker refuses it. --timeout is 5s unless given.
 
-The clock skew is the broker's clock minus this machine's, from the answer's Date header (to
-within a second). Lease deadlines run on the broker's clock: a skew of minutes means local times
-say nothing about when a lease expires.
+The clock skew is the broker's clock minus this machine's, from the answer's Date header. The
+header has whole seconds and may lag by one more, so one answer puts the skew in a range about
+2s wide: the table says "in sync (within 2s)" when it holds 0, else "ahead by 3s..6s" or
+"behind by ..."; -o json gives clockSkewMs, its middle, and clockSkewErrorMs: the skew lies
+within clockSkewMs +/- clockSkewErrorMs. Lease deadlines run on the broker's clock: a skew of
+minutes means local times say nothing about when a lease expires.
 
 Exit codes:
   0  the broker is healthy (and accepted the token, when one is in force)
@@ -47,7 +51,7 @@ Examples:
   queenctl ping
   queenctl --context prod ping -o json
   queenctl ping -q || { echo "broker down: stop the runbook"; exit 1; }
-  queenctl ping -o jsonpath=.clockSkewMs`,
+  queenctl ping -o jsonpath='{.clockSkewMs} {.clockSkewErrorMs}'`,
     )
     .action(async (_options: unknown, command: Command) => {
       const timeoutGiven = command.getOptionValueSourceWithGlobals('timeout') !== 'default';
@@ -88,26 +92,21 @@ export interface PingRecord {
   database: string | null;
   version: string | null;
   latencyMs: number;
-  /** The broker's clock minus this machine's; null when the answer had no Date header. */
+  /** The broker's clock minus this machine's, the middle of what the Date header allows; null without one. */
   clockSkewMs: number | null;
+  /** The skew lies within clockSkewMs ± clockSkewErrorMs (at least 1000); null without a Date header. */
+  clockSkewErrorMs: number | null;
   /** The replica that answered. */
   server: string;
   /** null when no token is in force. */
   token: TokenCheck;
 }
 
-export function formatSkew(skewMs: number | null): string {
-  if (skewMs === null) return '-';
-  // Within a second the header cannot tell: say so rather than print a precise-looking 300ms.
-  if (Math.abs(skewMs) < 1000) return '0s';
-  return `${skewMs > 0 ? '+' : '-'}${formatDuration(Math.abs(skewMs))}`;
-}
-
 /** The one health question, timed; a signal ends it with its own status. */
 export async function askHealth(
   runtime: Runtime<Pick<BrokerClient, 'health'>>,
   timeoutMs: number,
-): Promise<{ health: Health; latencyMs: number; clockSkewMs: number | null }> {
+): Promise<{ health: Health; latencyMs: number; clockSkew: ClockSkew | null }> {
   const { client, clock, signal } = runtime;
   const sentAt = clock.now();
   const health = await client.health({ signal, timeoutMs });
@@ -115,7 +114,7 @@ export async function askHealth(
   return {
     health,
     latencyMs: Math.max(0, Math.round(receivedAt - sentAt)),
-    clockSkewMs: clockSkewMs(health, sentAt, receivedAt),
+    clockSkew: clockSkew(health, sentAt, receivedAt),
   };
 }
 
@@ -155,7 +154,8 @@ export async function runPing(options: PingOptions, runtime: Runtime<PingClient>
     database: health.database,
     version: health.version,
     latencyMs: asked.latencyMs,
-    clockSkewMs: asked.clockSkewMs,
+    clockSkewMs: asked.clockSkew?.ms ?? null,
+    clockSkewErrorMs: asked.clockSkew?.errorMs ?? null,
     server: client.server,
     token,
   };
@@ -170,7 +170,7 @@ export async function runPing(options: PingOptions, runtime: Runtime<PingClient>
       record.database ?? '-',
       record.version ?? '-',
       formatDuration(record.latencyMs),
-      formatSkew(record.clockSkewMs),
+      formatClockSkew(asked.clockSkew),
     ];
     if (token !== null) {
       headers.push('TOKEN');
@@ -182,13 +182,13 @@ export async function runPing(options: PingOptions, runtime: Runtime<PingClient>
     }
     await write(io.stdout, await renderTable({ headers, rows: [row], noHeaders: options.noHeaders }));
   }
-  const skew = record.clockSkewMs;
-  if (skew !== null && Math.abs(skew) >= SKEW_WARNING_MS && !io.quiet) {
-    const direction = skew > 0 ? 'ahead of' : 'behind';
+  const skew = knownClockSkew(asked.clockSkew);
+  if (skew !== null && skew.leastMs >= SKEW_WARNING_MS && !io.quiet) {
+    const direction = skew.ahead ? 'ahead of' : 'behind';
     await write(
       io.stderr,
       warningMessage(
-        `the broker's clock is ${formatDuration(Math.abs(skew))} ${direction} this machine's: lease deadlines run ` +
+        `the broker's clock is ${skew.range} ${direction} this machine's: lease deadlines run ` +
           "on the broker's clock, so do not judge them by local time (queenctl measures them on the broker's)",
       ),
     );

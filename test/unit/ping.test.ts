@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Health } from '../../src/broker/health.js';
-import { formatSkew, type PingOptions, runPing } from '../../src/commands/ping.js';
+import { type PingOptions, runPing } from '../../src/commands/ping.js';
 import { AuthError, BrokerError, UsageError } from '../../src/exit.js';
 import { resolveFormat } from '../../src/output/format.js';
 import { bufferIO, FakeClock } from '../support/fakes.js';
@@ -9,14 +9,16 @@ import { bufferIO, FakeClock } from '../support/fakes.js';
 const T0 = Date.parse('2026-12-03T08:39:22.000Z');
 
 /**
- * A broker on a fake clock: GET /health takes `latencyMs` and its Date header says `skewMs` off
- * the local clock; the token read answers as `token` says.
+ * A broker on a fake clock: GET /health takes `latencyMs` and its Date header, in whole seconds,
+ * is written at the time of the request on a clock `skewMs` off the local one, `lagMs` stale (the
+ * broker caches it); the token read answers as `token` says.
  */
 function broker(options: {
   clock: FakeClock;
   health?: Partial<Health> | BrokerError;
   latencyMs?: number;
   skewMs?: number;
+  lagMs?: number;
   token?: 'accepted' | AuthError | BrokerError;
 }) {
   const reads: string[] = [];
@@ -28,7 +30,7 @@ function broker(options: {
       const sentAt = options.clock.now();
       options.clock.advance(options.latencyMs ?? 4);
       // Whole seconds, as the header has them.
-      const brokerDateMs = Math.floor((sentAt + (options.skewMs ?? 0)) / 1000) * 1000;
+      const brokerDateMs = Math.floor((sentAt + (options.skewMs ?? 0) - (options.lagMs ?? 0)) / 1000) * 1000;
       return {
         status: 'healthy',
         database: 'connected',
@@ -76,22 +78,57 @@ describe('ping', () => {
       database: 'connected',
       version: '1.0.0',
       latencyMs: 12,
-      clockSkewMs: 494,
+      // Date 08:39:22 on an answer sent at 22.000, received at 22.012: the skew is in [-12, 2000].
+      clockSkewMs: 994,
+      clockSkewErrorMs: 1006,
       server: 'http://broker:6632',
       token: null,
     });
     assert.deepEqual(reads, ['health'], 'no token in force: nothing but GET /health');
   });
 
-  it("measures the broker's clock against ours to within a second, and warns from a minute on", async () => {
+  it("gives the broker's clock as the range its Date header allows; warns when a minute off", async () => {
     const ahead = await ping({ skewMs: 185_000 });
-    assert.ok(Math.abs(ahead.record.clockSkewMs - 185_000) <= 1000, String(ahead.record.clockSkewMs));
-    assert.match(ahead.io.stderr.text, /warning: the broker's clock is 3m0\ds ahead of this machine's/);
+    // Date 08:42:27 on an answer sent at 08:39:22.000, received at 22.004: [184996, 187000].
+    assert.deepEqual([ahead.record.clockSkewMs, ahead.record.clockSkewErrorMs], [185_998, 1002]);
+    assert.equal(
+      ahead.io.stderr.text,
+      "queenctl: warning: the broker's clock is 3m04s..3m07s ahead of this machine's: lease deadlines run on the " +
+        "broker's clock, so do not judge them by local time (queenctl measures them on the broker's)\n",
+    );
     const behind = await ping({ skewMs: -120_000 });
-    assert.ok(Math.abs(behind.record.clockSkewMs + 120_000) <= 1000);
-    assert.match(behind.io.stderr.text, /behind this machine's/);
+    assert.deepEqual([behind.record.clockSkewMs, behind.record.clockSkewErrorMs], [-119_002, 1002]);
+    assert.match(behind.io.stderr.text, /clock is 1m58s\.\.2m01s behind this machine's/);
     const close = await ping({ skewMs: 20_000 });
     assert.equal(close.io.stderr.text, '', 'seconds are no warning');
+    // [-61004, -59000]: perhaps under a minute, so no warning, whatever the middle says.
+    const underAMinute = await ping({ skewMs: -61_000 });
+    assert.equal(underAMinute.record.clockSkewMs, -60_002);
+    assert.equal(underAMinute.io.stderr.text, '', 'a skew that may be under a minute is not warned of');
+  });
+
+  const tableCases: Array<[string, Omit<Parameters<typeof broker>[0], 'clock'>, string]> = [
+    ['in step, the header fresh: [-12, 2000]', { latencyMs: 12 }, 'in sync (within 2s)'],
+    ['in step, the header 1.5 s stale: [-2004, 0]', { lagMs: 1_500 }, 'in sync (within 3s)'],
+    ['a second ahead: [996, 3000]', { skewMs: 1_000 }, 'ahead by up to 3s'],
+    ['three seconds ahead: [2996, 5000]', { skewMs: 3_000 }, 'ahead by 2s..5s'],
+    ['two minutes behind: [-120004, -118000]', { skewMs: -120_000 }, 'behind by 1m58s..2m01s'],
+    ['two hours ahead: [7199996, 7202000]', { skewMs: 7_200_000 }, 'ahead by 1h59m..2h01m'],
+    ['no Date header', { health: { brokerDateMs: null } }, '-'],
+  ];
+  for (const [name, setup, cell] of tableCases) {
+    it(`says the clock skew in the table as the header allows: ${name}`, async () => {
+      const { code, io } = await ping(setup, { output: 'table' });
+      assert.equal(code, 0);
+      const [head = '', row = ''] = io.stdout.text.split('\n');
+      assert.equal(row.slice(head.indexOf('CLOCK SKEW')).trimEnd(), cell, io.stdout.text);
+    });
+  }
+
+  it('has no skew to give without a Date header: both keys null', async () => {
+    const { record } = await ping({ health: { brokerDateMs: null } });
+    assert.equal(record.clockSkewMs, null);
+    assert.equal(record.clockSkewErrorMs, null);
   });
 
   it('exit 2 when unhealthy: the record printed, the reason on stderr', async () => {
@@ -139,12 +176,5 @@ describe('ping', () => {
     const name = await ping({}, { output: 'name' });
     assert.ok(name.error instanceof UsageError);
     assert.deepEqual(name.reads, []);
-  });
-
-  it('shows the skew in words, within a second as 0s', () => {
-    assert.equal(formatSkew(null), '-');
-    assert.equal(formatSkew(400), '0s');
-    assert.equal(formatSkew(-185_000), '-3m05s');
-    assert.equal(formatSkew(2_000), '+2s');
   });
 });
