@@ -30,3 +30,14 @@ describe('the docs run as written', { concurrency: 2 }, () => {
     });
   }
 });
+
+describe("the README's tour is the demo's", () => {
+  it('has the steps of scripts/demo.ts, in its order and with its titles', () => {
+    const demo = readFileSync(join(ROOT, 'scripts/demo.ts'), 'utf8');
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const demoSteps = [...demo.matchAll(/step\(\s*'(\d+\. [^']+)'/g)].map((match) => match[1]);
+    const tourSteps = [...readme.matchAll(/^\*\*(\d+\. [^*]+?)\.\*\*/gm)].map((match) => match[1]);
+    assert.ok(demoSteps.length >= 10, `the demo's steps: ${demoSteps.join(', ')}`);
+    assert.deepEqual(tourSteps, demoSteps);
+  });
+});
