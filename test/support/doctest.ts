@@ -24,7 +24,7 @@
  * fresh HOME whose config has the context `sim`, a simulator of its own holding the scene below,
  * `queenctl` on PATH (the built bin, or QUEENCTL_EXE, each call limited to 10 s by timeout(1)).
  */
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -258,11 +258,18 @@ export function mintScene(sim: Simulator): Record<string, string> {
   return { LEASE: lease, LEASE2: lease2, LEASE3: lease3, DEAD: dead };
 }
 
+/** A temporary directory removed when the test process exits. */
+function scratchDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
 /** A directory holding `queenctl`: the bin under test behind timeout(1). Made once per process. */
 let shimDir: string | undefined;
 function queenctlOnPath(): string {
   if (shimDir) return shimDir;
-  shimDir = mkdtempSync(join(tmpdir(), 'queenctl-doctest-bin-'));
+  shimDir = scratchDir('queenctl-doctest-bin-');
   writeFileSync(
     join(shimDir, 'queenctl'),
     `#!/bin/sh\nexec timeout -k 2 ${COMMAND_LIMIT_S} ${cliCommandLine()} "$@"\n`,
@@ -302,12 +309,17 @@ export async function checkBlock(block: DocBlock, sim: Simulator): Promise<strin
     `current-context: sim\ncontexts:\n  - name: sim\n    server: ${sim.url}\n`,
   );
   writeFileSync(join(home, 'leases.txt'), `${vars.LEASE}\n${vars.LEASE2}\n${vars.DEAD}\n`);
-  cacheDir ??= mkdtempSync(join(tmpdir(), 'queenctl-doctest-cache-'));
-  const result = await runShell(blockScript(block), {
-    cwd: home,
-    timeoutMs: (block.commands.length * COMMAND_LIMIT_S + 10) * 1000,
-    env: { ...vars, HOME: home, XDG_CACHE_HOME: cacheDir, PATH: `${queenctlOnPath()}:${process.env.PATH ?? ''}` },
-  });
+  cacheDir ??= scratchDir('queenctl-doctest-cache-');
+  let result: Awaited<ReturnType<typeof runShell>>;
+  try {
+    result = await runShell(blockScript(block), {
+      cwd: home,
+      timeoutMs: (block.commands.length * COMMAND_LIMIT_S + 10) * 1000,
+      env: { ...vars, HOME: home, XDG_CACHE_HOME: cacheDir, PATH: `${queenctlOnPath()}:${process.env.PATH ?? ''}` },
+    });
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
   const outcomes = splitOutcomes(block, result.stdout.replaceAll(sim.url, 'http://localhost:6632'));
   const problems: string[] = [];
   if (result.killed) problems.push(`the block was still running after ${COMMAND_LIMIT_S} s a command: killed`);
