@@ -1,0 +1,43 @@
+/**
+ * The docs are tests: every `sh` and `console` block of README.md and docs/ that runs queenctl is
+ * run against a simulator, its exit codes and output shape checked (test/support/doctest.ts has
+ * the rules; docs/doctests.md explains them to writers). Skipped blocks are listed as skipped
+ * tests, by file and line, with their reason.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { withSimulator } from '../support/shared.js';
+import { checkBlock, type DocBlock, documents, parseMarkdown, ROOT } from '../support/doctest.js';
+
+const blocks: DocBlock[] = documents().flatMap((file) => parseMarkdown(readFileSync(join(ROOT, file), 'utf8'), file));
+const executed = blocks.filter((block) => block.runsQueenctl);
+
+describe('the docs run as written', { concurrency: 2 }, () => {
+  it('finds the blocks of the README and the runbooks', () => {
+    const files = new Set(executed.filter((block) => !block.skip).map((block) => block.file));
+    for (const file of ['README.md', 'docs/runbooks.md', 'docs/commands.md', 'docs/config.md'])
+      assert.ok(files.has(file), `${file} has blocks that run`);
+  });
+  for (const block of executed) {
+    const name = `${block.file}:${block.line} (${block.lang})`;
+    it(name, { skip: block.skip ? `doctest: skip (${block.skip})` : false }, async () => {
+      await withSimulator(async (sim) => {
+        const problems = await checkBlock(block, sim);
+        assert.deepEqual(problems, [], problems.join('\n\n'));
+      });
+    });
+  }
+});
+
+describe("the README's tour is the demo's", () => {
+  it('has the steps of scripts/demo.ts, in its order and with its titles', () => {
+    const demo = readFileSync(join(ROOT, 'scripts/demo.ts'), 'utf8');
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const demoSteps = [...demo.matchAll(/step\(\s*'(\d+\. [^']+)'/g)].map((match) => match[1]);
+    const tourSteps = [...readme.matchAll(/^\*\*(\d+\. [^*]+?)\.\*\*/gm)].map((match) => match[1]);
+    assert.ok(demoSteps.length >= 10, `the demo's steps: ${demoSteps.join(', ')}`);
+    assert.deepEqual(tourSteps, demoSteps);
+  });
+});

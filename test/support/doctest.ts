@@ -1,0 +1,359 @@
+/**
+ * Doc tests: the `sh` and `console` blocks of README.md and docs/ that run queenctl, executed
+ * against a simulator, as Rust's trycmd and Go's testscript run the command lines a document
+ * shows. The convention, for writers (docs/doctests.md says the same):
+ *
+ * - A fenced block tagged `sh` or `console` in which a command runs `queenctl` is executed.
+ *   `<!-- doctest: skip (reason) -->` on the line before the fence excludes it; the reason is
+ *   required.
+ * - `console`: a line starting `$ ` is a command (a line ending in `\` goes on to the next), the
+ *   lines after it are its expected output, stdout and stderr as a terminal interleaves them.
+ *   No lines after it: its output is not compared. `? N` right after the command line states its
+ *   exit code, as trycmd's `? 4` does.
+ * - `sh`: every line is a command; a line ending in `\`, `|`, `||` or `&&`, and the lines of an
+ *   open `case`, `if`, `do ... done` or `{ ... }`, go on to the next. Output is not compared.
+ *   `# exit N` at the end of a command states its exit code.
+ * - Otherwise a command must exit 0, except one whose exit status the next command reads (`$?`):
+ *   there the next command's shown output (`echo $?`) or its own status says what happened.
+ * - Output shape: lines compared after normalising what varies on both sides: lease ids and
+ *   other UUIDs, ISO timestamps and clock times, durations (`1m59s`, `3ms`), numbers of keys
+ *   ending in `Ms`, runs of spaces (table columns). `[..]` or `…` in a line matches any text;
+ *   a line holding only `...` or `…` matches any number of lines.
+ *
+ * Each block runs in one `bash` (`set -uo pipefail`, every command's status checked) with a
+ * fresh HOME whose config has the context `sim`, a simulator of its own holding the scene below,
+ * `queenctl` on PATH (the built bin, or QUEENCTL_EXE, each call limited to 10 s by timeout(1)).
+ */
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Simulator } from '../../tools/simulator/index.js';
+import { cliCommandLine, runShell } from './cli.js';
+
+/** The repository (this file runs from dist/test/support/). */
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** README.md and every Markdown file under docs/, as paths relative to the repository. */
+export function documents(): string[] {
+  const found = ['README.md'];
+  const walk = (dir: string): void => {
+    const entries = readdirSync(join(ROOT, dir), { withFileTypes: true });
+    for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.md')) found.push(path);
+    }
+  };
+  walk('docs');
+  return found;
+}
+
+/** How long one queenctl call in a doc may run before timeout(1) ends it (exit 124). */
+export const COMMAND_LIMIT_S = 10;
+
+export interface DocCommand {
+  /** 1-based line in the file of the command's first line. */
+  line: number;
+  /** The command as bash reads it (continuation lines kept). */
+  text: string;
+  /** The exit code the block states; undefined: 0, or unchecked when the next command reads `$?`. */
+  expectedCode: number | undefined;
+  /** console blocks: the output lines shown after the command; undefined: not compared. */
+  expectedOutput: string[] | undefined;
+}
+
+export interface DocBlock {
+  file: string;
+  /** 1-based line of the opening fence. */
+  line: number;
+  lang: string;
+  /** The reason given by `<!-- doctest: skip (reason) -->`. */
+  skip: string | undefined;
+  /** A mistake in the block's markup (a skip without a reason); the block fails with it. */
+  error: string | undefined;
+  commands: DocCommand[];
+  /** A command of the block runs queenctl. */
+  runsQueenctl: boolean;
+}
+
+const FENCE = /^(\s*)(`{3,}|~{3,})\s*([\w-]*)/;
+const SKIP = /^\s*<!--\s*doctest:\s*skip\b\s*(.*?)\s*-->\s*$/;
+const RUNS_QUEENCTL = /(^|[\s;|&(`$])queenctl(\s|$)/m;
+
+/** The fenced blocks of a Markdown text tagged `sh` or `console`, with their commands. */
+export function parseMarkdown(text: string, file: string): DocBlock[] {
+  const lines = text.split('\n');
+  const blocks: DocBlock[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = FENCE.exec(lines[i] ?? '');
+    if (!open) continue;
+    const [, indent = '', fence = '```', lang = ''] = open;
+    const body: Array<{ text: string; line: number }> = [];
+    let j = i + 1;
+    for (; j < lines.length; j++) {
+      const current = lines[j] ?? '';
+      if (current.trim().startsWith(fence) && current.trim().replace(/[`~]/g, '') === '') break;
+      body.push({ text: current.startsWith(indent) ? current.slice(indent.length) : current.trimStart(), line: j + 1 });
+    }
+    if (lang === 'sh' || lang === 'console') {
+      const skipLine = SKIP.exec(lines[i - 1] ?? '');
+      let skip: string | undefined;
+      let error: string | undefined;
+      if (skipLine) {
+        const reason = /^\((.+)\)$/.exec(skipLine[1] ?? '');
+        if (reason?.[1]?.trim()) skip = reason[1].trim();
+        else error = `${file}:${i}: a doctest skip needs its reason: <!-- doctest: skip (why) -->`;
+      }
+      const commands = lang === 'console' ? consoleCommands(body) : shCommands(body);
+      blocks.push({
+        file,
+        line: i + 1,
+        lang,
+        skip,
+        error,
+        commands,
+        runsQueenctl: commands.some((command) => RUNS_QUEENCTL.test(withoutComments(command.text))),
+      });
+    }
+    i = j;
+  }
+  return blocks;
+}
+
+function consoleCommands(body: Array<{ text: string; line: number }>): DocCommand[] {
+  const commands: DocCommand[] = [];
+  let current: DocCommand | undefined;
+  for (let k = 0; k < body.length; k++) {
+    const { text, line } = body[k] as { text: string; line: number };
+    if (text.startsWith('$ ')) {
+      let command = text.slice(2);
+      while (command.endsWith('\\') && k + 1 < body.length) command += `\n${body[++k]?.text ?? ''}`;
+      current = { line, text: command, expectedCode: undefined, expectedOutput: undefined };
+      commands.push(current);
+      const status = /^\?\s+(\d+)\s*$/.exec(body[k + 1]?.text ?? '');
+      if (status) {
+        current.expectedCode = Number(status[1]);
+        k++;
+      }
+    } else if (current) {
+      current.expectedOutput = [...(current.expectedOutput ?? []), text];
+    }
+  }
+  for (const command of commands) {
+    while (command.expectedOutput && command.expectedOutput.at(-1)?.trim() === '') command.expectedOutput.pop();
+  }
+  return commands;
+}
+
+/** Shell words that open and close a compound command, for telling where one command ends. */
+const OPENERS = new Set(['case', 'if', 'do', '{']);
+const CLOSERS = new Set(['esac', 'fi', 'done', '}']);
+
+function shCommands(body: Array<{ text: string; line: number }>): DocCommand[] {
+  const commands: DocCommand[] = [];
+  let pending: { line: number; lines: string[] } | undefined;
+  let depth = 0;
+  for (const { text, line } of body) {
+    if (!pending && (text.trim() === '' || text.trim().startsWith('#'))) continue;
+    pending ??= { line, lines: [] };
+    pending.lines.push(text);
+    const code = withoutQuotesAndComment(text);
+    for (const word of code.split(/[\s;()]+/)) {
+      if (OPENERS.has(word)) depth++;
+      else if (CLOSERS.has(word)) depth--;
+    }
+    const continues = /(\\|\||&&)\s*$/.test(code);
+    if (depth > 0 || continues) continue;
+    const joined = pending.lines.join('\n');
+    const status = /#\s*exit\s+(\d+)\b[^\n]*$/.exec(pending.lines.at(-1) ?? '');
+    commands.push({
+      line: pending.line,
+      text: joined,
+      expectedCode: status ? Number(status[1]) : undefined,
+      expectedOutput: undefined,
+    });
+    pending = undefined;
+    depth = 0;
+  }
+  if (pending)
+    commands.push({
+      line: pending.line,
+      text: pending.lines.join('\n'),
+      expectedCode: undefined,
+      expectedOutput: undefined,
+    });
+  return commands;
+}
+
+/** The text of commands without their comments: `# the tests of queenctl` runs nothing. */
+function withoutComments(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => line.replace(/(^|\s)#.*$/, ''))
+    .join('\n');
+}
+
+function withoutQuotesAndComment(line: string): string {
+  return line
+    .replace(/'[^']*'/g, "''")
+    .replace(/"(?:[^"\\]|\\.)*"/g, '""')
+    .replace(/(^|\s)#.*$/, '');
+}
+
+// --- output shape -----------------------------------------------------------------------------
+
+/** What varies between runs, replaced on both sides before comparing. */
+export function normaliseLine(line: string): string {
+  return line
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '[ID]')
+    .replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z?/g, '[TIME]')
+    .replace(/\b\d{2}:\d{2}:\d{2}\.\d{3}\b/g, '[TIME]')
+    .replace(/\b\d+(h\d+m\d+s|h\d+m|m\d+s|ms|h|m|s)\b/g, '[DUR]')
+    .replace(/(Ms"?:\s*)-?\d+/g, '$1[N]')
+    .replace(/\s+/g, ' ')
+    .trimEnd();
+}
+
+const ANY_LINES = new Set(['...', '…']);
+
+function linePattern(expected: string): RegExp {
+  const parts = normaliseLine(expected).split(/\[\.\.\]|…/);
+  return new RegExp(`^${parts.map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+}
+
+/** Why `actual` does not have the shape of `expected`, or undefined when it does. */
+export function outputMismatch(expected: string[], actual: string): string | undefined {
+  const lines = actual.replace(/\n+$/, '').split('\n');
+  const got = lines.length === 1 && lines[0] === '' ? [] : lines;
+  const matches = (e: number, a: number): boolean => {
+    if (e === expected.length) return a === got.length;
+    const want = expected[e] as string;
+    if (ANY_LINES.has(want.trim())) {
+      for (let skip = a; skip <= got.length; skip++) if (matches(e + 1, skip)) return true;
+      return false;
+    }
+    return a < got.length && linePattern(want).test(normaliseLine(got[a] as string)) && matches(e + 1, a + 1);
+  };
+  if (matches(0, 0)) return undefined;
+  return `expected output:\n${expected.join('\n')}\n--- got:\n${got.join('\n')}`;
+}
+
+// --- running ----------------------------------------------------------------------------------
+
+/**
+ * The scene every block starts from, minted on its own simulator:
+ * - `$LEASE`: queue `orders`, partitions p6 and p7 (queue mode), 120 s;
+ * - `$LEASE2`: queue `orders`, partition p7, consumer group `billing`, 300 s;
+ * - `$LEASE3`: queue `invoices`, partition x, 600 s;
+ * - `$DEAD`: a lease of queue `orders` partition p1 released by an ack: renews nothing;
+ * - `leases.txt` in the working directory (HOME): `$LEASE`, `$LEASE2` and `$DEAD`, one per line.
+ */
+export function mintScene(sim: Simulator): Record<string, string> {
+  const lease = sim.mint({ queue: 'orders', partitions: [{ partition: 'p6' }, { partition: 'p7' }], seconds: 120 });
+  const lease2 = sim.mint({ queue: 'orders', group: 'billing', partitions: [{ partition: 'p7' }], seconds: 300 });
+  const lease3 = sim.mint({ queue: 'invoices', partitions: [{ partition: 'x' }], seconds: 600 });
+  const dead = sim.mint({ queue: 'orders', partitions: [{ partition: 'p1' }], seconds: 60 });
+  sim.release(dead);
+  return { LEASE: lease, LEASE2: lease2, LEASE3: lease3, DEAD: dead };
+}
+
+/** A temporary directory removed when the test process exits. */
+function scratchDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A directory holding `queenctl`: the bin under test behind timeout(1). Made once per process. */
+let shimDir: string | undefined;
+function queenctlOnPath(): string {
+  if (shimDir) return shimDir;
+  shimDir = scratchDir('queenctl-doctest-bin-');
+  writeFileSync(
+    join(shimDir, 'queenctl'),
+    `#!/bin/sh\nexec timeout -k 2 ${COMMAND_LIMIT_S} ${cliCommandLine()} "$@"\n`,
+    { mode: 0o755 },
+  );
+  return shimDir;
+}
+
+/** Code caches shared by every block of the process, so a Node without shipped caches makes them once. */
+let cacheDir: string | undefined;
+
+const MARK = '\u001e';
+
+/** The bash script of a block: each command, then a marker line with its index and exit status. */
+export function blockScript(block: DocBlock): string {
+  const parts = ['set -uo pipefail', 'exec 2>&1', '__rc() { return "$1"; }', '__s=0'];
+  block.commands.forEach((command, index) => {
+    parts.push('__rc "$__s"', command.text, `__s=$?; printf '\\n${MARK}%d %d${MARK}\\n' ${index} "$__s"`);
+  });
+  return `${parts.join('\n')}\n`;
+}
+
+export interface CommandOutcome {
+  command: DocCommand;
+  code: number | undefined;
+  output: string;
+}
+
+/** Runs a block against `sim` (the scene minted on it here); resolves with every problem found. */
+export async function checkBlock(block: DocBlock, sim: Simulator): Promise<string[]> {
+  if (block.error) return [block.error];
+  const vars = mintScene(sim);
+  const home = mkdtempSync(join(tmpdir(), 'queenctl-doctest-home-'));
+  mkdirSync(join(home, '.queen'));
+  writeFileSync(
+    join(home, '.queen', 'config.yaml'),
+    `current-context: sim\ncontexts:\n  - name: sim\n    server: ${sim.url}\n`,
+  );
+  writeFileSync(join(home, 'leases.txt'), `${vars.LEASE}\n${vars.LEASE2}\n${vars.DEAD}\n`);
+  cacheDir ??= scratchDir('queenctl-doctest-cache-');
+  let result: Awaited<ReturnType<typeof runShell>>;
+  try {
+    result = await runShell(blockScript(block), {
+      cwd: home,
+      timeoutMs: (block.commands.length * COMMAND_LIMIT_S + 10) * 1000,
+      env: { ...vars, HOME: home, XDG_CACHE_HOME: cacheDir, PATH: `${queenctlOnPath()}:${process.env.PATH ?? ''}` },
+    });
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+  const outcomes = splitOutcomes(block, result.stdout.replaceAll(sim.url, 'http://localhost:6632'));
+  const problems: string[] = [];
+  if (result.killed) problems.push(`the block was still running after ${COMMAND_LIMIT_S} s a command: killed`);
+  outcomes.forEach(({ command, code, output }, index) => {
+    const where = `${block.file}:${command.line}: \`${command.text}\``;
+    if (code === undefined) {
+      problems.push(`${where} did not finish (the block stopped before it)\n${output}`);
+      return;
+    }
+    const readByNext = /\$\?/.test(block.commands[index + 1]?.text ?? '');
+    const wanted = command.expectedCode ?? (readByNext ? undefined : 0);
+    if (code === 124) problems.push(`${where} ran past ${COMMAND_LIMIT_S} s (timeout(1) ended it)\n${output}`);
+    else if (wanted !== undefined && code !== wanted)
+      problems.push(`${where} exited ${code}, the doc says ${wanted}\n--- output:\n${output}`);
+    if (command.expectedOutput) {
+      const mismatch = outputMismatch(command.expectedOutput, output);
+      if (mismatch) problems.push(`${where}: ${mismatch}`);
+    }
+  });
+  return problems;
+}
+
+function splitOutcomes(block: DocBlock, stdout: string): CommandOutcome[] {
+  const outcomes: CommandOutcome[] = [];
+  let rest = stdout;
+  for (const command of block.commands) {
+    const marker = new RegExp(`\\n${MARK}(\\d+) (\\d+)${MARK}\\n`).exec(rest);
+    if (!marker) {
+      outcomes.push({ command, code: undefined, output: rest });
+      rest = '';
+      continue;
+    }
+    outcomes.push({ command, code: Number(marker[2]), output: rest.slice(0, marker.index) });
+    rest = rest.slice(marker.index + marker[0].length);
+  }
+  return outcomes;
+}
