@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -146,6 +146,18 @@ describe('man pages', () => {
 
   it('gives groff pages it reads without a warning', { skip: noGroff }, () => {
     for (const { file, text } of pages) assert.equal(groffWarnings(text, file), '', file);
+  });
+
+  it('stays out of what queenctl runs: no file of the bundle holds a generator', (t) => {
+    const dist = join(ROOT, 'dist');
+    const files = readdirSync(dist).filter((name) => /^queenctl.*\.cjs$/.test(name));
+    if (files.length === 0) return t.skip('no bundle: npm run build makes it');
+    for (const name of files) {
+      const text = readFileSync(join(dist, name), 'utf8');
+      for (const marker of ['roffEscape', 'markdownEscape', 'describeProgram']) {
+        assert.ok(!text.includes(marker), `dist/${name} holds ${marker} of src/docs/: a run would load it`);
+      }
+    }
   });
 
   it('covers every command of the tree once', () => {
