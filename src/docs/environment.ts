@@ -22,7 +22,7 @@ export const ENVIRONMENT: readonly Entry[] = [
   { name: 'QUEENCTL_DEBUG', text: 'when set, an internal error prints its stack trace.' },
   { name: 'NO_COLOR', text: 'when set and not empty, no colour (as --no-color).' },
   { name: 'FORCE_COLOR', text: 'colour even when not on a terminal (as --color); 0 or false: no colour.' },
-  { name: 'TERM', text: 'dumb: no colour and no spinner on a terminal.' },
+  { name: 'TERM', text: 'dumb: no colour, and lease watch prints a line per event instead of a spinner.' },
   {
     name: 'HTTPS_PROXY, HTTP_PROXY, NO_PROXY',
     text:
