@@ -74,6 +74,10 @@ function manPage(command: CommandDoc, root: CommandDoc, options: ManOptions): st
     `.\\" ${name}(1), generated from queenctl's command tree by src/docs/man.ts: edit the help in src/commands/.`,
     `.TH ${argument(name.toUpperCase())} 1 ${argument(options.date)} ${argument(`queenctl ${options.version}`)} ` +
       `${argument('queenctl manual')}`,
+    // Ragged right, no hyphenation: flags and URLs are long words that justification would stretch
+    // lines around (groff warns that it cannot adjust them on an 80-column terminal).
+    '.nh',
+    '.ad l',
     '.SH NAME',
     `${roffEscape(name)} \\- ${filled(command.description)}`,
     '.SH SYNOPSIS',

@@ -29,14 +29,22 @@ const noGroff = groff.error || groff.status !== 0 ? 'groff is not installed (.ci
 const scratch = mkdtempSync(join(tmpdir(), 'queenctl-man-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
-/** groff's warnings (all of them: -ww) on a page, as text; '' for none. */
+/**
+ * groff's warnings (all of them: -ww) on a page, as text; '' for none: typeset as for print, and
+ * as man shows it on an 80-column terminal (what lintian checks a packaged page with).
+ */
 function groffWarnings(text: string, name: string): string {
   const file = join(scratch, name);
   writeFileSync(file, text);
-  const result = spawnSync('groff', ['-man', '-ww', '-z', file], { encoding: 'utf8', timeout: 20_000 });
-  assert.equal(result.error, undefined, `groff did not run on ${name}: ${result.error}`);
-  assert.equal(result.status, 0, `groff exited ${result.status} on ${name}: ${result.stderr}`);
-  return result.stderr;
+  let warnings = '';
+  for (const device of [[], ['-Tutf8', '-rLL=78n']]) {
+    const args = ['-man', '-ww', '-z', ...device, file];
+    const result = spawnSync('groff', args, { encoding: 'utf8', timeout: 20_000 });
+    assert.equal(result.error, undefined, `groff did not run on ${name}: ${result.error}`);
+    assert.equal(result.status, 0, `groff ${args.join(' ')} exited ${result.status}: ${result.stderr}`);
+    warnings += result.stderr;
+  }
+  return warnings;
 }
 
 describe('man pages', () => {
