@@ -215,7 +215,7 @@ export async function run(argv: string[], ports: CliPorts): Promise<number> {
     setExitCode,
     clock: ports.clock,
   };
-  // Commander's defaults, on the ports instead of the process (every command: commands/program.ts). Its
+  // Commander's defaults, on the ports instead of the process (every command: see below). Its
   // own default width is undefined too off a terminal (80 then), whatever its typing says.
   const output = {
     writeErr: (text: string) => void ports.stderr.write(text),
