@@ -205,3 +205,8 @@ try {
 } finally {
   await rm(scratch, { recursive: true, force: true });
 }
+
+// The man pages (issue 26), generated from the same command tree by tsc's output of src/docs/
+// (scripts/docs.mjs): the package ships dist/man/, and package.json's `man` lists every page, so
+// `npm install -g` puts them where `man queenctl-lease-extend` finds them.
+execFileSync(process.execPath, [fileURLToPath(new URL('scripts/docs.mjs', root)), '--man'], { stdio: 'inherit' });

@@ -5,16 +5,12 @@
  */
 import { setMaxListeners } from 'node:events';
 import { fstatSync, statSync, writeSync } from 'node:fs';
-import { Command, CommanderError } from 'commander';
+import { CommanderError } from 'commander';
 import type { StdinLike } from './args.js';
 import type { Clock } from './clock.js';
-import { completeCommand, completionCommand } from './commands/completion.js';
-import { configCommand } from './commands/config/index.js';
-import { leaseCommand } from './commands/lease/index.js';
-import { pingCommand } from './commands/ping.js';
-import { versionCommand } from './commands/version.js';
-import { globalContext, addGlobalOptions, type ProcessPorts } from './commands/globals.js';
-import { ExitCode, QueenctlError, UsageError, signalExitCode } from './exit.js';
+import { globalContext, type ProcessPorts } from './commands/globals.js';
+import { buildProgram } from './commands/program.js';
+import { ExitCode, QueenctlError, signalExitCode } from './exit.js';
 import type { OutputStream } from './io.js';
 import { errorMessage } from './output/words.js';
 import { BUILD_INFO } from './build-info.js';
@@ -229,38 +225,8 @@ export async function run(argv: string[], ports: CliPorts): Promise<number> {
     getOutHasColors: () => commanderColor(ports.env) ?? Boolean(ports.stdout.isTTY && ports.stdout.hasColors?.()),
     getErrHasColors: () => commanderColor(ports.env) ?? Boolean(ports.stderr.isTTY && ports.stderr.hasColors?.()),
   };
-  const program = addGlobalOptions(new Command('queenctl'))
-    .description('Lease tooling for Queen MQ operators: renewals that never call a dead lease renewed')
-    .version(VERSION, '--version', 'print the version')
-    .showHelpAfterError('(add --help for usage)')
-    .exitOverride();
   const globals = globalContext(processPorts, VERSION);
-  program.addCommand(leaseCommand(globals));
-  program.addCommand(configCommand(globals));
-  program.addCommand(pingCommand(globals));
-  program.addCommand(completionCommand(globals));
-  program.addCommand(completeCommand(globals), { hidden: true });
-  program.addHelpText(
-    'after',
-    `
-Examples:
-  queenctl lease extend "$LEASE" --seconds 120
-  queenctl --context prod lease inspect "$LEASE" -o json
-  queenctl config get-contexts
-  source <(queenctl completion bash)`,
-  );
-  program.addCommand(versionCommand(globals, { version: VERSION, info: BUILD_INFO, node: ports.nodeVersion }));
-  // Commander's own `help` looks one word deep: `help lease extend` would show the group's help.
-  program
-    .command('help')
-    .description('show the help of a command: queenctl help lease extend')
-    .argument('[command...]', 'a command, or a group and its verb')
-    .addHelpText('after', '\nExamples:\n  queenctl help lease extend\n  queenctl help config')
-    .action((path: string[]) => showHelpOf(program, path));
-  // Subcommands built elsewhere do not inherit these settings; give them to every command.
-  const everyCommand = (command: Command): Command[] => [command, ...command.commands.flatMap(everyCommand)];
-  for (const command of everyCommand(program))
-    command.exitOverride().configureHelp({ showGlobalOptions: true }).configureOutput(output);
+  const program = buildProgram(globals, { version: VERSION, info: BUILD_INFO, node: ports.nodeVersion }, output);
 
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -276,35 +242,6 @@ function commanderColor(env: NodeJS.ProcessEnv): boolean | undefined {
   if (env.NO_COLOR || env.FORCE_COLOR === '0' || env.FORCE_COLOR === 'false') return false;
   if (env.FORCE_COLOR || env.CLICOLOR_FORCE !== undefined) return true;
   return undefined;
-}
-
-/**
- * `queenctl help lease extend` prints what `queenctl lease extend --help` prints (exit 0), as
- * `kubectl help` and `gh help` do. An unknown word is a usage error listing the known ones.
- */
-function showHelpOf(program: Command, path: readonly string[]): void {
-  let command = program;
-  for (const [depth, name] of path.entries()) {
-    const next = command.commands.find((child) => child.name() === name || child.aliases().includes(name));
-    if (!next) {
-      const where = ['queenctl', ...path.slice(0, depth)].join(' ');
-      // Hidden ones (__complete) are found when named, never offered; a group's own `help` neither.
-      const known = command
-        .createHelp()
-        .visibleCommands(command)
-        .filter((child) => command.commands.includes(child))
-        .map((child) => child.name());
-      throw new UsageError(
-        `unknown command ${JSON.stringify(name)} for "${where}"`,
-        known.length > 0
-          ? `the commands of ${where} are: ${known.join(', ')}`
-          : `${where} has no subcommands; its help: ${['queenctl help', ...path.slice(0, depth)].join(' ')}`,
-      );
-    }
-    command = next;
-  }
-  // Prints on stdout and ends the run with exit 0 (a CommanderError, through exitOverride).
-  command.help();
 }
 
 function exitCodeFor(error: unknown, ports: CliPorts): ExitCode {

@@ -5,7 +5,7 @@
  * one build: .ci/run).
  */
 import assert from 'node:assert/strict';
-import { execFile as execFileCallback } from 'node:child_process';
+import { execFile as execFileCallback, spawnSync } from 'node:child_process';
 import {
   cpSync,
   existsSync,
@@ -13,6 +13,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   rmSync,
   utimesSync,
   writeFileSync,
@@ -64,6 +65,29 @@ it('npm pack + npm install -g gives a working queenctl on PATH', { skip: npmPack
   const leaseId = sim.mint({ partitions: 2 });
   const { stdout } = await execFile(bin, ['lease', 'extend', leaseId, '--server', sim.url, '-o', 'json'], { env });
   assert.equal(JSON.parse(stdout).renewed, 2);
+  // package.json's `man`: npm links every page into the prefix's share/man/man1 (issue 26).
+  const manPage = join(scratch, 'prefix', 'share', 'man', 'man1', 'queenctl-lease-extend.1');
+  assert.ok(existsSync(manPage), `npm install -g linked no ${manPage}`);
+  assert.match(readFileSync(manPage, 'utf8'), /^\.TH "QUEENCTL\\-LEASE\\-EXTEND" 1 /m);
+});
+
+const man = spawnSync('man', ['-w', 'man'], { timeout: 10_000 });
+const noMan = man.error ? `man is not installed (${man.error.message})` : false;
+
+it('man finds the installed pages under the install prefix', {
+  skip: npmPackage || noMan,
+  timeout: 60_000,
+}, async () => {
+  assert.ok(installed, 'the package was installed by the test above');
+  const manPath = join(scratch, 'prefix', 'share', 'man');
+  // A prefix of its own is not on man's default path, as /usr/local is: MANPATH names it.
+  const manEnv = { ...env, MANPATH: manPath };
+  for (const page of ['queenctl', 'queenctl-lease-extend', 'queenctl-config-set-context']) {
+    const { stdout } = await execFile('man', ['-w', page], { env: manEnv, timeout: 20_000 });
+    // man names the file the link in man1 points to: the package's own copy, under the prefix.
+    assert.equal(realpathSync(stdout.trim()), realpathSync(join(manPath, 'man1', `${page}.1`)), page);
+    assert.ok(stdout.startsWith(join(scratch, 'prefix')), stdout);
+  }
 });
 
 /** The installed copy (or a copy of it) run by the Node running this test, with the cache report. */

@@ -1,0 +1,92 @@
+/**
+ * The command tree: queenctl with its global options, groups, verbs and help texts. `run()` of
+ * cli.ts parses argv with it; the generators of the reference docs and man pages (src/docs/,
+ * run by the build, never by a run of queenctl) read the same tree without running anything.
+ */
+import { Command, type OutputConfiguration } from 'commander';
+import type { BuildInfo } from '../build-info.js';
+import { UsageError } from '../exit.js';
+import { completeCommand, completionCommand } from './completion.js';
+import { configCommand } from './config/index.js';
+import { addGlobalOptions, type GlobalContext } from './globals.js';
+import { leaseCommand } from './lease/index.js';
+import { pingCommand } from './ping.js';
+import { versionCommand } from './version.js';
+
+/** What `queenctl version` and `--version` say of this build. */
+export interface ProgramBuild {
+  version: string;
+  info: BuildInfo;
+  /** process.version of the Node.js that runs queenctl. */
+  node: string;
+}
+
+/**
+ * queenctl's commander program. `output` is where commander writes help and its errors (the
+ * run's ports); every command gets it, exitOverride and the global options in its help.
+ */
+export function buildProgram(globals: GlobalContext, build: ProgramBuild, output?: OutputConfiguration): Command {
+  const program = addGlobalOptions(new Command('queenctl'))
+    .description('Lease tooling for Queen MQ operators: renewals that never call a dead lease renewed')
+    .version(build.version, '--version', 'print the version')
+    .showHelpAfterError('(add --help for usage)')
+    .exitOverride();
+  program.addCommand(leaseCommand(globals));
+  program.addCommand(configCommand(globals));
+  program.addCommand(pingCommand(globals));
+  program.addCommand(completionCommand(globals));
+  program.addCommand(completeCommand(globals), { hidden: true });
+  program.addHelpText(
+    'after',
+    `
+Examples:
+  queenctl lease extend "$LEASE" --seconds 120
+  queenctl --context prod lease inspect "$LEASE" -o json
+  queenctl config get-contexts
+  source <(queenctl completion bash)`,
+  );
+  program.addCommand(versionCommand(globals, { version: build.version, info: build.info, node: build.node }));
+  // Commander's own `help` looks one word deep: `help lease extend` would show the group's help.
+  program
+    .command('help')
+    .description('show the help of a command: queenctl help lease extend')
+    .argument('[command...]', 'a command, or a group and its verb')
+    .addHelpText('after', '\nExamples:\n  queenctl help lease extend\n  queenctl help config')
+    .action((path: string[]) => showHelpOf(program, path));
+  // Subcommands built elsewhere do not inherit these settings; give them to every command.
+  const everyCommand = (command: Command): Command[] => [command, ...command.commands.flatMap(everyCommand)];
+  for (const command of everyCommand(program)) {
+    command.exitOverride().configureHelp({ showGlobalOptions: true });
+    if (output) command.configureOutput(output);
+  }
+  return program;
+}
+
+/**
+ * `queenctl help lease extend` prints what `queenctl lease extend --help` prints (exit 0), as
+ * `kubectl help` and `gh help` do. An unknown word is a usage error listing the known ones.
+ */
+function showHelpOf(program: Command, path: readonly string[]): void {
+  let command = program;
+  for (const [depth, name] of path.entries()) {
+    const next = command.commands.find((child) => child.name() === name || child.aliases().includes(name));
+    if (!next) {
+      const where = ['queenctl', ...path.slice(0, depth)].join(' ');
+      // Hidden ones (__complete) are found when named, never offered; a group's own `help` neither.
+      const known = command
+        .createHelp()
+        .visibleCommands(command)
+        .filter((child) => command.commands.includes(child))
+        .map((child) => child.name());
+      throw new UsageError(
+        `unknown command ${JSON.stringify(name)} for "${where}"`,
+        known.length > 0
+          ? `the commands of ${where} are: ${known.join(', ')}`
+          : `${where} has no subcommands; its help: ${['queenctl help', ...path.slice(0, depth)].join(' ')}`,
+      );
+    }
+    command = next;
+  }
+  // Prints on stdout and ends the run with exit 0 (a CommanderError, through exitOverride).
+  command.help();
+}
