@@ -101,3 +101,33 @@ describe('a signal while a command waits on the file system', () => {
     });
   }
 });
+
+describe('a config write that a signal interrupts', () => {
+  it('leaves the old file or the new one, never half of one: set-context killed at any moment, 8 times', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'queenctl-atomic-'));
+    const path = join(home, '.queen', 'config.yaml');
+    const first = await runCli(['config', 'set-context', 'c0', '--server', 'http://127.0.0.1:1'], {
+      env: { HOME: home },
+      timeoutMs: TIME_LIMIT_MS,
+    });
+    assert.equal(first.code, 0, first.stderr);
+    // Moments spread over a run's start-up and its write; which one lands where does not matter:
+    // after each, the file must read back whole.
+    for (const [index, afterMs] of [0, 20, 40, 60, 80, 120, 160, 240].entries()) {
+      const run = startCli(['config', 'set-context', `c${index + 1}`, '--server', 'http://127.0.0.1:1'], {
+        env: { HOME: home },
+        timeoutMs: TIME_LIMIT_MS,
+      });
+      await new Promise((resolve) => setTimeout(resolve, afterMs));
+      run.kill(index % 2 === 0 ? 'SIGKILL' : 'SIGTERM');
+      const ended = await run.exited;
+      assert.equal(ended.killed, false, ended.stderr);
+      const read = await runCli(['--config', path, 'config', 'get-contexts', '-o', 'json'], {
+        timeoutMs: TIME_LIMIT_MS,
+      });
+      assert.equal(read.code, 0, `after a signal at ${afterMs} ms: ${read.stderr}`);
+      const names = (JSON.parse(read.stdout) as { name: string }[]).map((context) => context.name);
+      assert.ok(names.includes('c0'), `the contexts before are all there: ${names.join(', ')}`);
+    }
+  });
+});
