@@ -63,9 +63,33 @@ export async function main(argv: string[]): Promise<void> {
     setExitCode: (status) => {
       process.exitCode = status;
     },
-    exit: (status) => process.exit(status),
+    exit: endProcess,
     nodeVersion: process.version,
   });
+}
+
+/** The status each signal a run catches ends it with (exit.ts), and back. */
+const SIGNAL_OF_STATUS = new Map<number, NodeJS.Signals>([
+  [signalExitCode('SIGHUP'), 'SIGHUP'],
+  [signalExitCode('SIGINT'), 'SIGINT'],
+  [signalExitCode('SIGTERM'), 'SIGTERM'],
+]);
+
+/**
+ * Ends the process now. The status of a signal (129, 130, 143) is given by that very signal,
+ * at its default action: process.exit first waits for the threads of Node's thread pool, and
+ * one stuck in a file-system call (the open() of a FIFO nobody writes, a hung network mount)
+ * never returns, so the process would outlive the signal it was told to end on. A shell sees
+ * the same status either way ($? is 128 + the signal's number).
+ */
+function endProcess(status: number): void {
+  const signal = SIGNAL_OF_STATUS.get(status);
+  if (signal) {
+    process.exitCode = status;
+    process.removeAllListeners(signal);
+    process.kill(process.pid, signal);
+  }
+  process.exit(status);
 }
 
 /**
@@ -162,26 +186,23 @@ export async function run(argv: string[], ports: CliPorts): Promise<number> {
   // Set while `watch` runs a command: signals are the command's to act on, and queenctl waits
   // for it. No path below may exit then, or the command would run on unsupervised.
   let relay: ((signal: NodeJS.Signals) => void) | null = null;
+  // SIGINT, SIGTERM and SIGHUP (the terminal or the ssh session went away) end every command
+  // the same way: the first aborts `signal` (a lease verb stops issuing and reports what it
+  // did), and the run has SIGNAL_GRACE_MS to finish; then, or at a second signal, it is ended
+  // with the signal's status whatever it waits on (docs/cli-contract.md#signals).
   const onSignal = (signal: NodeJS.Signals): void => {
     if (relay) return relay(signal);
-    // A second signal means "now": the first one is still finishing in-flight requests.
     if (signalled) return ports.exit(signalExitCode(signal));
     signalled = signal;
     controller.abort(signal);
+    const first = signal;
+    afterGrace(ports.clock, () => {
+      if (!relay) ports.exit(signalExitCode(first));
+    });
   };
-  ports.onSignal(['SIGINT', 'SIGTERM'], onSignal);
-  // SIGHUP (the terminal or the ssh session went away) is caught only by the verbs that talk to
-  // the broker: they take it as SIGINT (stop issuing, report, exit 129), and a watch passes it on
-  // to its command. Everywhere else (config, completion) it ends queenctl at once, as by default.
-  let catchingHangup = false;
-  const catchHangup = (): void => {
-    if (catchingHangup) return;
-    catchingHangup = true;
-    ports.onSignal(['SIGHUP'], onSignal);
-  };
+  ports.onSignal(['SIGINT', 'SIGTERM', 'SIGHUP'], onSignal);
   const relaySignals = (listener: (signal: NodeJS.Signals) => void): (() => void) => {
     relay = listener;
-    catchHangup();
     return () => {
       if (relay === listener) relay = null;
     };
@@ -211,7 +232,6 @@ export async function run(argv: string[], ports: CliPorts): Promise<number> {
     signal: controller.signal,
     argvAfterDashDash: argv.includes('--') ? argv.slice(argv.indexOf('--') + 1) : null,
     relaySignals,
-    catchHangup,
     setExitCode,
     clock: ports.clock,
   };
@@ -235,6 +255,25 @@ export async function run(argv: string[], ports: CliPorts): Promise<number> {
   }
   if (signalled) setExitCode(signalExitCode(signalled));
   return exitCode;
+}
+
+/**
+ * How long a run may go on after the first SIGINT, SIGTERM or SIGHUP: long enough for a lease
+ * verb to print what it did with the answers in flight (they are aborted at the signal), short
+ * enough that every command ends within a second, a file-system call included.
+ */
+export const SIGNAL_GRACE_MS = 750;
+
+/**
+ * Calls `end` after the grace: on the run's clock when one is injected (tests), else on a timer
+ * that never keeps a process alive (unref'd: a run that is over exits without waiting for it).
+ */
+function afterGrace(clock: Clock | undefined, end: () => void): void {
+  if (clock) {
+    clock.sleep(SIGNAL_GRACE_MS).then(end, () => {});
+    return;
+  }
+  setTimeout(end, SIGNAL_GRACE_MS).unref();
 }
 
 /** Commander's reading of NO_COLOR, FORCE_COLOR and CLICOLOR_FORCE, on the run's environment. */

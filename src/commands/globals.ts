@@ -131,11 +131,6 @@ export interface ProcessPorts {
    * a watched command is running and queenctl must wait for it. Returns the release.
    */
   relaySignals(listener: (signal: NodeJS.Signals) => void): () => void;
-  /**
-   * From now on SIGHUP aborts `signal` as SIGINT does (exit 129), instead of ending the process
-   * at once: a verb that talks to the broker reports what it did, a watch its `stopped` events.
-   */
-  catchHangup(): void;
   /** An ExitCode, or a watched command's own status. */
   setExitCode(code: number): void;
   /** Every verb's clock, whatever the verb would choose (tests run in-process on a fake one). */
@@ -203,7 +198,6 @@ export function decideColor(flag: boolean | undefined, env: NodeJS.ProcessEnv, i
 export function globalContext(ports: ProcessPorts, version: string): GlobalContext {
   return {
     async run(command, verb, options) {
-      ports.catchHangup();
       const flags = command.optsWithGlobals<GlobalFlags>();
       const stdoutIsTTY = Boolean(ports.stdout.isTTY);
       const resolved = await resolveFormat(flags.output, stdoutIsTTY);

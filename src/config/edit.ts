@@ -5,11 +5,13 @@
  * may hold literal tokens.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, realpath, rename, rm } from 'node:fs/promises';
+import { open, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Document, YAMLMap, YAMLSeq } from 'yaml';
 import { UsageError } from '../exit.js';
+import { configDirectoryFailure, configWriteFailure } from '../output/words.js';
 import { findContext, parseConfigDocument, readConfigText, type ConfigFile, type ContextEntry } from './file.js';
+import { DirectoryError, makeDirectory } from './files.js';
 
 /** Fields set-context may write; `null` removes the key from the context. */
 export type ContextChanges = { [K in Exclude<keyof ContextEntry, 'name'>]?: ContextEntry[K] | null };
@@ -106,25 +108,31 @@ export class EditableConfig {
   }
 }
 
+/** How old a temporary file of another run must be to be taken for one a killed run left. */
+const LEFT_BEHIND_MS = 60_000;
+
 /**
- * Writes through a temporary file in the same directory and a rename, so a reader (or a crash)
- * sees the old file or the new one, never half of one. The directory (~/.queen) is created
- * when missing; a symlinked config file stays a symlink and its target is replaced.
+ * Writes through a temporary file in the same directory, fsync and a rename, so a reader, a
+ * crash or a signal sees the old file or the new one, never half of one. The temporary file is
+ * `.<name>.<random>.tmp`: hidden, and never read as config (the config is only ever the path
+ * given). One a killed run left is removed by the next write once a minute old (a write in
+ * progress beside this one is younger). The directory (~/.queen) is made when missing, one
+ * level at a time below its parent, which must exist (files.ts); a symlinked config file stays a
+ * symlink and its target is replaced. Every failure is one line that says where to go instead.
  */
 export async function writeFileAtomic(path: string, text: string): Promise<void> {
   const target = await realpath(path).catch(() => path);
   const directory = dirname(target);
-  const failed = (error: unknown): UsageError =>
-    new UsageError(
-      `cannot write the config file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-      'check the permissions of the file and its directory, or point --config or QUEEN_CONFIG elsewhere',
-    );
   try {
-    await mkdir(directory, { recursive: true, mode: 0o700 });
+    makeDirectory(directory, dirname(directory));
   } catch (error) {
-    throw failed(error);
+    if (!(error instanceof DirectoryError)) throw error;
+    throw new UsageError(configDirectoryFailure(error.directory, error.level, error.code));
   }
-  const temporary = join(directory, `.${basename(target)}.${randomBytes(6).toString('hex')}.tmp`);
+  const failed = (error: unknown): UsageError =>
+    new UsageError(configWriteFailure(path, (error as NodeJS.ErrnoException).code ?? (error as Error).message));
+  const name = basename(target);
+  const temporary = join(directory, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
   try {
     const handle = await open(temporary, 'wx', 0o600);
     try {
@@ -139,5 +147,38 @@ export async function writeFileAtomic(path: string, text: string): Promise<void>
   } catch (error) {
     await rm(temporary, { force: true });
     throw failed(error);
+  }
+  await syncDirectory(directory);
+  await removeLeftBehind(directory, name);
+}
+
+/** The rename itself on disk: without it a power cut may bring back the old file. Best effort. */
+async function syncDirectory(directory: string): Promise<void> {
+  try {
+    const handle = await open(directory, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    // Some file systems refuse fsync on a directory (EINVAL); the file itself is on disk.
+  }
+}
+
+/** Temporary files of this config a killed run left behind (see writeFileAtomic). */
+async function removeLeftBehind(directory: string, name: string): Promise<void> {
+  const prefix = `.${name}.`;
+  const isOurs = (entry: string): boolean =>
+    entry.startsWith(prefix) && /^[0-9a-f]{12}\.tmp$/.test(entry.slice(prefix.length));
+  try {
+    for (const entry of await readdir(directory)) {
+      if (!isOurs(entry)) continue;
+      const file = join(directory, entry);
+      const { mtimeMs } = await stat(file);
+      if (Date.now() - mtimeMs > LEFT_BEHIND_MS) await rm(file, { force: true });
+    }
+  } catch {
+    // A file left behind costs disk space only.
   }
 }

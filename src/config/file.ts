@@ -4,12 +4,11 @@
  * config file never pays for it. A missing file is an empty config, never an error; a malformed
  * one is a usage error that names the file and the line.
  */
-// Sync reads: one small file at start-up, and node:fs/promises would load readline with it.
-import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Alias, Document, LineCounter, Node as YamlNode, YAMLMap } from 'yaml';
 import { UsageError } from '../exit.js';
+import { readTextFile } from './files.js';
 import { configMemo, type ConfigMemo } from './memo.js';
 
 export interface ContextEntry {
@@ -61,13 +60,14 @@ export function configPathFor(flag: string | undefined, env: NodeJS.ProcessEnv):
   return flag || env.QUEEN_CONFIG || defaultConfigPath(env);
 }
 
-/** The file's text, or null when there is none. */
+/** The file's text, or null when there is none; `<(command)` and FIFOs are waited for (files.ts). */
 export async function readConfigText(path: string): Promise<string | null> {
   try {
-    return readFileSync(path, 'utf8');
+    return await readTextFile(path);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return null;
+    // ENOTDIR: a part of the path is a file (HOME is one), so there is no config file there either.
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
     if (code === 'EISDIR')
       throw new UsageError(`the config file ${path} is a directory`, 'point --config or QUEEN_CONFIG at a file');
     throw new UsageError(

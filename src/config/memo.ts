@@ -14,21 +14,12 @@
  * executable writes no files (docs/standalone.md) and keeps none; nor do unbundled runs (tests
  * in process), which have no build time.
  */
-import {
-  closeSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from 'node:fs';
-import { isAbsolute, join } from 'node:path';
+import { closeSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
 import { BUILD_INFO } from '../build-info.js';
 import { VERSION } from '../version.js';
 import type { ConfigFile } from './file.js';
+import { makeDirectory } from './files.js';
 
 interface Memo {
   build: string;
@@ -86,14 +77,8 @@ export function memoIn(cacheHome: string, build: string): ConfigMemo {
       const temporary = `${file}.${process.pid}.tmp`;
       let fd: number | undefined;
       try {
-        // One level at a time, as bin/queenctl.cjs does (a recursive mkdir can loop under /proc).
-        for (const level of [cacheHome, join(cacheHome, 'queenctl'), dir]) {
-          try {
-            mkdirSync(level, { mode: 0o700 });
-          } catch (error) {
-            if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-          }
-        }
+        // One level at a time, never HOME itself (files.ts: a recursive mkdir can loop under /proc).
+        makeDirectory(dir, dirname(cacheHome));
         // Aside, then renamed into place: runs side by side never read half a memo.
         fd = openSync(temporary, 'wx', 0o600);
         writeSync(fd, JSON.stringify(memo));

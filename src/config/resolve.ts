@@ -5,12 +5,13 @@
  *
  * Nothing here ever puts the token into a message: errors and -v notes name where it came from.
  */
-// Sync reads of small files at start-up: node:fs/promises would load readline with it.
-import { readFileSync, statSync } from 'node:fs';
+// Small files read at start-up through files.ts: at once when regular, a FIFO in the thread pool.
+import { statSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../exit.js';
 import { findContext, knownContexts, readConfigFor, type ConfigFile, type ContextEntry } from './file.js';
+import { readTextFile } from './files.js';
 import type { SecretToolRunner } from './keychain.js';
 
 export const DEFAULT_SERVER = 'http://localhost:6632';
@@ -335,7 +336,7 @@ async function looseMode(path: string): Promise<string | undefined> {
 async function readTokenFile(path: string, what: string): Promise<string> {
   try {
     // A trailing newline is not part of the token (contract).
-    return readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+    return (await readTextFile(path)).replace(/\r?\n$/, '');
   } catch (error) {
     throw unreadable(what, path, error);
   }
@@ -344,7 +345,7 @@ async function readTokenFile(path: string, what: string): Promise<string> {
 async function readCaFile(path: string, what: string): Promise<string> {
   let pem: string;
   try {
-    pem = readFileSync(path, 'utf8');
+    pem = await readTextFile(path);
   } catch (error) {
     throw unreadable(what, path, error);
   }

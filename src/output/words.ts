@@ -27,3 +27,38 @@ export function errorMessage(error: QueenctlError | Error): string {
 export function warningMessage(text: string): string {
   return `queenctl: warning: ${text}\n`;
 }
+
+/** What an errno means to someone choosing another place for a file, in a few words. */
+const FILE_SYSTEM_REASONS: Record<string, string> = {
+  ENOENT: 'the file system there takes no new entries (ENOENT)',
+  EACCES: 'permission denied (EACCES)',
+  EPERM: 'not permitted there (EPERM)',
+  EROFS: 'read-only file system (EROFS)',
+  ENOTDIR: 'not a directory (ENOTDIR)',
+  ENOSPC: 'no space left on the device (ENOSPC)',
+  EDQUOT: 'over the disk quota (EDQUOT)',
+  ELOOP: 'too many symbolic links (ELOOP)',
+  ENAMETOOLONG: 'the name is too long (ENAMETOOLONG)',
+};
+
+/** Where a config file can go instead: said on the same line as the error, so scripts get one line. */
+export const CONFIG_ELSEWHERE = 'point --config or QUEEN_CONFIG at a file in a writable directory, or set HOME to one';
+
+/**
+ * The directory of the config file could not be made (config/files.ts): the directory, the level
+ * that failed when it is another, why, and where to go instead; one line.
+ */
+export function configDirectoryFailure(directory: string, level: string, code: string): string {
+  const why =
+    code === 'EBASE'
+      ? `${level} does not exist`
+      : code === 'ENOTDIR'
+        ? `${level === directory ? 'it' : level} exists and is not a directory (ENOTDIR)`
+        : `${level === directory ? '' : `${level}: `}${FILE_SYSTEM_REASONS[code] ?? code}`;
+  return `cannot create the config directory ${directory}: ${why}; ${CONFIG_ELSEWHERE}`;
+}
+
+/** The config file could not be written (its temporary file, its fsync or its rename); one line. */
+export function configWriteFailure(path: string, code: string): string {
+  return `cannot write the config file ${path}: ${FILE_SYSTEM_REASONS[code] ?? code}; ${CONFIG_ELSEWHERE}`;
+}

@@ -3,12 +3,27 @@
  * files in a scratch HOME. Which simulator got a request, with which bearer, is the evidence.
  */
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { type InProcessOptions, runInProcess } from '../support/in-process.js';
+import { SIGNAL_GRACE_MS } from '../../src/cli.js';
+import { FakeClock } from '../support/fakes.js';
+import { type InProcessOptions, type RunningInProcess, runInProcess, startInProcess } from '../support/in-process.js';
 import { GO_EXAMPLE } from '../support/go-config.js';
 
 const TOKENS = ['token-a', 'token-b', 'token-env', 'token-flag', 'token-file', 'token-keychain'];
@@ -337,5 +352,108 @@ extra: {keep: true}
       );
     }
     assert.equal(requestsFor(leaseId).length, 0);
+  });
+});
+
+/**
+ * A FIFO as the config file: reading it waits in the thread pool for a writer that never comes
+ * (files.ts), the way a hung network mount would. `unblock` lets the waiting open() return.
+ */
+function fifoConfig(): { path: string; unblock(): void } {
+  const path = join(mkdtempSync(join(tmpdir(), 'queenctl-fifo-')), 'config.yaml');
+  execFileSync('mkfifo', [path]);
+  return {
+    path,
+    unblock: () => {
+      try {
+        // Non-blocking: with a reader waiting this opens at once; with none, ENXIO and nothing to do.
+        closeSync(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
+      } catch {
+        // No reader left.
+      }
+    },
+  };
+}
+
+/** Waits until a thread of this process waits in open() of a FIFO (Linux: its wchan says so). */
+async function untilWaitingOnFifo(): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const waiting = readdirSync('/proc/self/task').some((task) => {
+      try {
+        return readFileSync(`/proc/self/task/${task}/wchan`, 'utf8') === 'wait_for_partner';
+      } catch {
+        return false;
+      }
+    });
+    if (waiting) return;
+    if (Date.now() > deadline) throw new Error('no thread of this process came to wait on the FIFO');
+    await delay(10);
+  }
+}
+
+/** Whether the run has ended, looked at after everything already due has run. */
+async function endedYet(run: RunningInProcess): Promise<boolean> {
+  let ended = false;
+  void run.exited.then(() => (ended = true));
+  await new Promise((resolve) => setImmediate(resolve));
+  return ended;
+}
+
+describe('a signal while a config command waits on the file system', () => {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ] as const) {
+    it(`${signal}: the run has ${SIGNAL_GRACE_MS} ms of the clock to finish, then ends with ${code}`, async () => {
+      const fifo = fifoConfig();
+      const clock = new FakeClock();
+      const run = startInProcess(['--config', fifo.path, 'config', 'view'], { clock, env: { HOME: home } });
+      try {
+        await untilWaitingOnFifo();
+        run.kill(signal);
+        assert.equal(await endedYet(run), false, 'the grace has only begun');
+        clock.advance(SIGNAL_GRACE_MS - 1);
+        assert.equal(await endedYet(run), false, 'the grace is not over');
+        clock.advance(1);
+        const result = await run.exited;
+        assert.equal(result.code, code, result.stderr);
+        assert.equal(result.stdout, '');
+      } finally {
+        fifo.unblock();
+      }
+    });
+  }
+
+  it('a second signal ends it at once, with the status of that signal, the clock standing still', async () => {
+    const fifo = fifoConfig();
+    const clock = new FakeClock();
+    const run = startInProcess(['--config', fifo.path, 'config', 'view'], { clock, env: { HOME: home } });
+    try {
+      await untilWaitingOnFifo();
+      run.kill('SIGINT');
+      assert.equal(await endedYet(run), false);
+      run.kill('SIGTERM');
+      assert.equal((await run.exited).code, 143);
+    } finally {
+      fifo.unblock();
+    }
+  });
+
+  it('a run that finishes within the grace ends by itself, with the signal status and its output', async () => {
+    const fifo = fifoConfig();
+    const clock = new FakeClock();
+    const run = startInProcess(['--config', fifo.path, 'config', 'current-context'], { clock, env: { HOME: home } });
+    await untilWaitingOnFifo();
+    run.kill('SIGTERM');
+    // The writer comes within the grace: the command reads its file and answers.
+    const fd = openSync(fifo.path, constants.O_WRONLY);
+    writeFileSync(fd, 'current-context: a\ncontexts:\n  - name: a\n    server: http://127.0.0.1:1\n');
+    closeSync(fd);
+    const result = await run.exited;
+    assert.equal(result.code, 143, result.stderr);
+    assert.equal(result.stdout, 'a\n');
+    assert.deepEqual(clock.sleeps, [SIGNAL_GRACE_MS], 'the grace was on the run clock');
   });
 });

@@ -5,7 +5,7 @@
  * must stop before sending anything, it is pointed at a simulator that must stay silent.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -254,5 +254,143 @@ describe('a config file that cannot be read', { concurrency: true }, () => {
     }
     assert.equal(readFileSync(path, 'utf8'), text);
     assert.equal(silent.log.length, 0);
+  });
+});
+
+/**
+ * Every path below the scratch root, with each file's text: the proof that a failed config write
+ * put nothing anywhere (HOME, the XDG directories and TMPDIR of the run all live under it).
+ */
+function snapshot(root: string): string[] {
+  return readdirSync(root, { recursive: true, withFileTypes: true })
+    .map((entry) => join(entry.parentPath, entry.name))
+    .sort();
+}
+
+/**
+ * Runs `work` with the effective user `nobody` when this process is root (as the suite is here),
+ * so that a directory of root's, mode 0755, answers mkdir with a real EACCES; a user that is no
+ * root gets that from the directory as it is. seteuid is undone whatever happens.
+ */
+async function asUnprivileged<T>(work: () => Promise<T>): Promise<T> {
+  if (process.geteuid?.() !== 0) return work();
+  process.seteuid?.(65534);
+  try {
+    return await work();
+  } finally {
+    process.seteuid?.(0);
+  }
+}
+
+describe('a config directory that cannot be made', () => {
+  const elsewhere = 'point --config or QUEEN_CONFIG at a file in a writable directory, or set HOME to one';
+  /** A scratch root (0755, so `nobody` may look in) holding the run's XDG directories and TMPDIR. */
+  const scratchRoot = (): { root: string; env: Record<string, string> } => {
+    const root = mkdtempSync(join(tmpdir(), 'queenctl-nowhere-'));
+    chmodSync(root, 0o755);
+    for (const name of ['cache', 'config', 'tmp']) mkdirSync(join(root, name), { mode: 0o755 });
+    const env = {
+      XDG_CACHE_HOME: join(root, 'cache'),
+      XDG_CONFIG_HOME: join(root, 'config'),
+      TMPDIR: join(root, 'tmp'),
+    };
+    return { root, env };
+  };
+  const cases: {
+    what: string;
+    /** The HOME to run with, made under `root`; and the line stderr must be. */
+    setUp(root: string): { home: string; line: string };
+    privileged?: boolean;
+  }[] = [
+    {
+      what: 'HOME is a file',
+      setUp: (root) => {
+        const home = join(root, 'home-file');
+        writeFileSync(home, '');
+        return {
+          home,
+          line: `cannot create the config directory ${home}/.queen: ${home} exists and is not a directory (ENOTDIR)`,
+        };
+      },
+    },
+    {
+      what: 'HOME is missing',
+      setUp: (root) => {
+        const home = join(root, 'no-such-home');
+        return { home, line: `cannot create the config directory ${home}/.queen: ${home} does not exist` };
+      },
+    },
+    {
+      what: 'the config directory is a file',
+      setUp: (root) => {
+        const home = join(root, 'home');
+        mkdirSync(home, { mode: 0o755 });
+        writeFileSync(join(home, '.queen'), 'not a directory');
+        return {
+          home,
+          line: `cannot create the config directory ${home}/.queen: it exists and is not a directory (ENOTDIR)`,
+        };
+      },
+    },
+    {
+      what: 'HOME cannot be written (EACCES: mkdir as the user nobody in a directory of root, mode 0755)',
+      privileged: false,
+      setUp: (root) => {
+        const home = join(root, 'home');
+        mkdirSync(home, { mode: 0o755 });
+        return { home, line: `cannot create the config directory ${home}/.queen: permission denied (EACCES)` };
+      },
+    },
+    {
+      what: 'HOME=/proc (mkdir answers ENOENT below a directory that exists)',
+      setUp: () => ({
+        home: '/proc',
+        line: 'cannot create the config directory /proc/.queen: the file system there takes no new entries (ENOENT)',
+      }),
+    },
+    {
+      what: 'HOME=/sys/kernel (sysfs: mkdir answers EPERM)',
+      setUp: () => ({
+        home: '/sys/kernel',
+        line: 'cannot create the config directory /sys/kernel/.queen: not permitted there (EPERM)',
+      }),
+    },
+  ];
+  for (const { what, setUp, privileged } of cases) {
+    for (const output of [[], ['-o', 'json']]) {
+      const name = `${what}${output.length ? ', -o json' : ''}: set-context exits 1 with one line, writing nothing`;
+      it(name, async () => {
+        const { root, env } = scratchRoot();
+        const { home, line } = setUp(root);
+        const before = snapshot(root);
+        const args = ['config', 'set-context', 'a', '--server', 'http://127.0.0.1:1', ...output];
+        // A hang is what this guards against: ten seconds is a failure on any machine.
+        const attempt = (): Promise<InProcessResult> =>
+          runInProcess(args, { env: { ...env, HOME: home }, timeoutMs: 10_000 });
+        const result = privileged === false ? await asUnprivileged(attempt) : await attempt();
+        assert.equal(result.killed, false, 'ended by itself');
+        assert.equal(result.code, 1, result.stderr);
+        assert.equal(result.stdout, '');
+        assert.equal(result.stderr, `queenctl: ${line}; ${elsewhere}\n`);
+        assert.deepEqual(snapshot(root), before, 'nothing was written under the scratch root');
+      });
+    }
+  }
+
+  it('--config in a directory where no file can be made (/sys: EACCES for root too): one line, exit 1', async () => {
+    const result = await cli([
+      '--config',
+      '/sys/kernel/queenctl.yaml',
+      'config',
+      'set-context',
+      'a',
+      '--server',
+      'http://127.0.0.1:1',
+    ]);
+    assert.equal(result.code, 1, result.stderr);
+    assert.equal(
+      result.stderr,
+      `queenctl: cannot write the config file /sys/kernel/queenctl.yaml: permission denied (EACCES); ${elsewhere}\n`,
+    );
   });
 });
