@@ -146,7 +146,7 @@ describe('docs/examples: the manifests', () => {
   });
 
   for (const file of new Set(queenctlContainers.map(({ manifest }) => manifest.file))) {
-    it(`${file}: each queenctl command line is one its parser takes (exit 2: broker, not 1: usage)`, async () => {
+    it(`${file}: its queenctl command lines parse (exit 2: broker, not 1: usage)`, async () => {
       const runs = queenctlContainers.filter(({ manifest }) => manifest.file === file);
       for (const { container } of runs) {
         const { argv, env } = expand(container);
