@@ -240,8 +240,10 @@ describe('podman runs the image', () => {
     assert.equal(result.code, 0, result.stderr);
     assert.match(
       result.stdout,
+      // Once version names the platform: "linux-x64 standalone build" (this machine's, which podman ran).
       new RegExp(
-        `^queenctl ${VERSION.replaceAll('.', '\\.')} \\(commit [0-9a-f]+, built \\S+, standalone build, node v\\d+`,
+        `^queenctl ${VERSION.replaceAll('.', '\\.')} \\(commit [0-9a-f]+, built \\S+, ` +
+          `(linux-${process.arch} )?standalone build, node v\\d+`,
       ),
     );
   });
