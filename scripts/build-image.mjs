@@ -33,13 +33,16 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, relative } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-const releaseDir = join(root, 'dist', 'release');
+// QUEENCTL_RELEASE_DIR: another directory of release archives, the image written there (tests).
+const releaseDir = process.env.QUEENCTL_RELEASE_DIR
+  ? resolve(process.env.QUEENCTL_RELEASE_DIR)
+  : join(root, 'dist', 'release');
 const output = join(releaseDir, `queenctl-${pkg.version}-oci.tar`);
 const UID = 65532;
 /** glibc; libstdc++ and libgcc (SPDX). */

@@ -19,6 +19,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
+  copyFileSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -27,8 +28,8 @@ import {
   readFileSync,
   readlinkSync,
   rmSync,
+  writeFileSync,
 } from 'node:fs';
-import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -274,6 +275,42 @@ describe('podman runs the image', () => {
     const left = await podman(['ps', '--all', '--quiet']);
     assert.equal(left.code, 0, left.stderr);
     assert.equal(left.stdout, '');
+  });
+});
+
+describe('the build refuses what it cannot make an image of', () => {
+  const buildImage = (releaseDir: string): Promise<CliResult> =>
+    runProcess(process.execPath, [join(ROOT, 'scripts', 'build-image.mjs')], {
+      env: { QUEENCTL_RELEASE_DIR: releaseDir },
+      timeoutMs: PODMAN_MS,
+    });
+
+  it('a missing release archive: exit 1, naming it and the command that makes it, and no image', async () => {
+    const releaseDir = mkdtempSync(join(scratch, 'release-'));
+    const x64 = `queenctl-${VERSION}-linux-x64.tar.gz`;
+    copyFileSync(join(dirname(IMAGE), x64), join(releaseDir, x64));
+    const result = await buildImage(releaseDir);
+    assert.equal(result.killed, false);
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(
+      result.stderr,
+      new RegExp(`queenctl-${VERSION}-linux-arm64\\.tar\\.gz is missing: \`npm run release\``),
+    );
+    assert.doesNotMatch(result.stderr, /linux-x64\.tar\.gz is missing/);
+    assert.match(result.stderr, /no image was made\n$/);
+    assert.deepEqual(readdirSync(releaseDir), [x64]);
+  });
+
+  it('an archive whose executable is for another CPU: exit 1, saying whose, and no image', async () => {
+    const releaseDir = mkdtempSync(join(scratch, 'release-'));
+    const x64 = join(dirname(IMAGE), `queenctl-${VERSION}-linux-x64.tar.gz`);
+    copyFileSync(x64, join(releaseDir, `queenctl-${VERSION}-linux-x64.tar.gz`));
+    copyFileSync(x64, join(releaseDir, `queenctl-${VERSION}-linux-arm64.tar.gz`));
+    const result = await buildImage(releaseDir);
+    assert.equal(result.killed, false);
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, /linux-arm64\.tar\.gz is for Advanced Micro Devices X86-64, not AArch64/);
+    assert.equal(readdirSync(releaseDir).filter((file) => file.endsWith('-oci.tar')).length, 0);
   });
 });
 
