@@ -89,6 +89,7 @@ if (missing.length > 0)
 
 rmSync(output, { force: true });
 const work = mkdtempSync(join(tmpdir(), 'queenctl-image-'));
+const partial = `${output}.partial-${process.pid}`;
 try {
   const executables = PLATFORMS.map((target) => extractExecutable(target, join(work, target.release)));
   const info = buildInfo(executables);
@@ -162,15 +163,17 @@ try {
     ...[...blobs.keys()].sort().map((digest) => file(`blobs/sha256/${digest.slice(7)}`, blobs.get(digest), mtime)),
   ];
   mkdirSync(releaseDir, { recursive: true });
-  const partial = `${output}.partial-${process.pid}`;
+  // Under a temporary name until complete: a failure leaves no file that looks like an image.
   writeFileSync(partial, tar(layout));
   renameSync(partial, output);
   say(`${relative(root, output)}: ${(statSync(output).size / 1e6).toFixed(1)} MB, index ${index.digest}`);
 } catch (error) {
-  fail(error.message);
-} finally {
+  // fail() exits at once: what was made so far goes first.
+  rmSync(partial, { force: true });
   rmSync(work, { recursive: true, force: true });
+  fail(error.message);
 }
+rmSync(work, { recursive: true, force: true });
 
 function archiveOf(target) {
   return join(releaseDir, `queenctl-${pkg.version}-${target.release}.tar.gz`);
