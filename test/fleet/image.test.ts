@@ -202,17 +202,21 @@ describe('podman runs the image', () => {
         'runtime = "runc"',
         'cgroup_manager = "cgroupfs"',
         'events_logger = "file"',
+        // Where an image being loaded is copied first: /var/tmp unless told.
+        `image_copy_tmp_dir = "${join(home, 'copying')}"`,
         '[containers]',
         'default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]',
         '',
       ].join('\n'),
     );
+    mkdirSync(join(home, 'copying'));
     const storage = join(home, 'storage.conf');
     const [graph, state, tmp] = ['root', 'runroot', 'tmp'].map((dir) => join(home, dir));
     writeFileSync(storage, `[storage]\ndriver = "vfs"\ngraphroot = "${graph}"\nrunroot = "${state}"\n`);
     env = { CONTAINERS_CONF: conf, CONTAINERS_STORAGE_CONF: storage };
+    // runc's state (--root) too, which is /run/runc unless told.
     podmanArgs = ['--root', graph as string, '--runroot', state as string, '--tmpdir', tmp as string];
-    podmanArgs.push('--storage-driver', 'vfs');
+    podmanArgs.push('--storage-driver', 'vfs', '--runtime-flag', `root=${join(home, 'runc')}`);
     const load = await podman(['load', '-i', IMAGE]);
     assert.equal(load.code, 0, load.stderr);
     const loaded = /Loaded image(?:\(s\))?: (\S+)/.exec(load.stdout)?.[1];
