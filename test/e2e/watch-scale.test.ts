@@ -17,7 +17,7 @@ describe('lease watch through an outage, scaled down', () => {
       try {
         const ids = mintMany(sim, 400, 40);
         const refusing = front.refuse(3_000);
-        const run = watch(front.url, ids, ['--seconds', '40', '-o', 'ndjson', '-v'], 90_000, 'in-process');
+        const run = watch(front.url, ids, ['--seconds', '40', '-o', 'ndjson', '-v'], 130, 90_000, 'in-process');
         await refusing;
         const during = run.events().length;
         const attempts = refusedAttempts(run.stderr());
@@ -49,6 +49,7 @@ describe('lease watch at scale: Retry-After and capacity', { concurrency: true }
         sim.url,
         ids,
         ['--seconds', '9', '--concurrency', '2', '--for', '4s', '-o', 'ndjson'],
+        0,
         40_000,
         'in-process',
       );
@@ -94,7 +95,7 @@ describe('lease watch at scale: Retry-After and capacity', { concurrency: true }
     withSimulator(async (sim) => {
       const ids = mintMany(sim, 3, 60);
       sim.inject({ kind: 'status', status: 503, headers: { 'Retry-After': '3' }, times: 1, leaseId: ids[0] as string });
-      const run = watch(sim.url, ids, ['--seconds', '60', '--for', '10s', '-o', 'ndjson'], 40_000, 'in-process');
+      const run = watch(sim.url, ids, ['--seconds', '60', '--for', '10s', '-o', 'ndjson'], 0, 40_000, 'in-process');
       const code = await run.exited;
       assert.equal(code, 0, run.stderr());
       const events = run.events();

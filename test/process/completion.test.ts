@@ -65,7 +65,7 @@ async function bashComplete(words: string[]): Promise<string[]> {
   const program = `source ${JSON.stringify(bashScript)}
 COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}
 _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"`;
-  const result = await runProcess('bash', ['-c', program], { env });
+  const result = await runProcess('bash', ['-c', program], { env, exit: 0 });
   assert.equal(result.code, 0, result.stderr);
   return result.stdout.split('\n').filter(Boolean).sort();
 }
@@ -83,7 +83,7 @@ before(async () => {
   chmodSync(join(bin, 'queenctl'), 0o755);
   env = { HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` };
   bashScript = join(bin, 'queenctl.bash');
-  const script = await runProcess('queenctl', ['completion', 'bash'], { env });
+  const script = await runProcess('queenctl', ['completion', 'bash'], { env, exit: 0 });
   assert.equal(script.code, 0, script.stderr);
   writeFileSync(bashScript, script.stdout);
 });
@@ -93,7 +93,7 @@ describe('completion', () => {
     it(`${shell}: the installed script is what the generator gives from this command tree`, async () => {
       // The npm package's scripts are made when it is built (scripts/bundle.mjs); in-process, the
       // generator runs on the tree as the source has it now.
-      const installed = await runProcess('queenctl', ['completion', shell], { env });
+      const installed = await runProcess('queenctl', ['completion', shell], { env, exit: 0 });
       const generated = await runInProcess(['completion', shell], { env: { HOME: env.HOME } });
       assert.equal(installed.code, 0, installed.stderr);
       assert.equal(installed.stdout, generated.stdout);
@@ -104,7 +104,7 @@ describe('completion', () => {
     const { code, stdout, stderr } = await runProcess(
       'bash',
       ['-c', 'source <(queenctl completion bash) && complete -p queenctl'],
-      { env },
+      { env, exit: 0 },
     );
     assert.equal(code, 0, stderr);
     assert.equal(stderr, '');
@@ -146,7 +146,7 @@ describe('completion', () => {
   for (const shell of ['zsh', 'fish'] as const) {
     const installed = (() => {
       try {
-        execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore' });
+        execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore', timeout: 10_000 });
         return true;
       } catch {
         return false;
@@ -159,7 +159,7 @@ describe('completion', () => {
         shell === 'zsh'
           ? 'autoload -U compinit && compinit -u && source <(queenctl completion zsh)'
           : 'queenctl completion fish | source; and complete -C "queenctl config use-context "';
-      const { code, stdout, stderr } = await runProcess(shell, ['-c', load], { env });
+      const { code, stdout, stderr } = await runProcess(shell, ['-c', load], { env, exit: 0 });
       assert.equal(code, 0, stderr);
       assert.equal(stderr, '');
       if (shell === 'fish') assert.deepEqual(stdout.split('\n').filter(Boolean).sort(), ['prod', 'staging']);

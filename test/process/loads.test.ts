@@ -52,6 +52,7 @@ async function loads(
 ): Promise<Loads> {
   const env = { QUEEN_CONFIG: join(scratch, 'none.yaml'), ...options.env, QUEENCTL_DEBUG: '1' };
   const result = await runCli(args, {
+    exit: options.code ?? 0,
     stdin: options.stdin ?? '',
     env,
     nodeArgs: ['--require', preload],
