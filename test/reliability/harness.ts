@@ -94,6 +94,7 @@ export interface VerbRunOptions {
   concurrency?: number;
   /** The transport the requests go over (default undici, as `-` runs use). */
   transport?: TransportName;
+  token?: string;
 }
 
 /**
@@ -116,6 +117,7 @@ export async function runVerb(
     server,
     timeoutMs: options.timeoutMs ?? 10_000,
     userAgent: 'queenctl/test',
+    ...(options.token !== undefined && { token: options.token }),
     ...(options.clientClock && { clock: options.clientClock }),
     transport: onSettled
       ? {
