@@ -95,7 +95,8 @@ describe('completion', () => {
       // generator runs on the tree as the source has it now.
       const installed = await runProcess('queenctl', ['completion', shell], { env, exit: 0 });
       const generated = await runInProcess(['completion', shell], { env: { HOME: env.HOME } });
-      assert.equal(installed.code, 0, installed.stderr);
+      assert.equal(generated.code, 0, generated.stderr);
+      assert.match(installed.stdout, /_queenctl|complete -c queenctl/, 'a script, not an empty output');
       assert.equal(installed.stdout, generated.stdout);
     });
   }
