@@ -41,6 +41,12 @@ type Verb = 'extend' | 'inspect';
 const VERBS: Verb[] = ['extend', 'inspect'];
 const T = '2099-07-30T11:06:44.512873Z';
 const TEN_MB = 10 * 1024 * 1024;
+/**
+ * The 10 MB answers, made once: every row that sends one shares them (made per request, they
+ * cost a busy machine seconds of allocation and collection across the matrix).
+ */
+const TEN_MB_ARRAY = `[${'"x",'.repeat(TEN_MB / 4)}"x"]`;
+const TEN_MB_PAGE = 'E'.repeat(TEN_MB);
 
 let sim: Simulator;
 /** Nothing listens here. */
@@ -433,7 +439,7 @@ const ROWS: Row[] = [
   },
   {
     name: 'a 10 MB body',
-    fault: (leaseId) => ({ kind: 'body', leaseId, body: () => `[${'"x",'.repeat(TEN_MB / 4)}"x"]` }),
+    fault: (leaseId) => ({ kind: 'body', leaseId, body: TEN_MB_ARRAY }),
     code: 2,
     reason: /larger than 1048576 bytes: not a lease renewal/,
     transient: false,
@@ -441,7 +447,7 @@ const ROWS: Row[] = [
   },
   {
     name: 'a 10 MB error page with 500',
-    fault: (leaseId) => ({ kind: 'status', leaseId, status: 500, body: 'E'.repeat(TEN_MB) }),
+    fault: (leaseId) => ({ kind: 'status', leaseId, status: 500, body: TEN_MB_PAGE }),
     code: 2,
     reason: /larger than 1048576 bytes/,
     transient: false,
@@ -549,6 +555,8 @@ async function passDeadlines(
   }
 }
 
+// Every row of the file runs at once, so on a busy machine each takes about as long as the whole
+// file: a row's time limit only turns a hang into a failure, well inside the runner's.
 // The suites share one simulator (faults are scoped to each row's lease id) and run side by
 // side, so the rows that wait for a timeout overlap.
 describe('the fault matrix', { concurrency: true }, () => {
@@ -559,7 +567,7 @@ describe('the fault matrix', { concurrency: true }, () => {
       }, () => {
         for (const row of ROWS) {
           it(`${row.name}: exit ${row.code}, ${row.transient ? 'transient' : 'not retried'}`, {
-            timeout: 30_000,
+            timeout: 90_000,
           }, async () => {
             const leaseId = sim.mint();
             if (row.fault) sim.inject(row.fault(leaseId));
@@ -588,7 +596,7 @@ describe('the fault matrix', { concurrency: true }, () => {
     describe(`lease ${verb}: the same failures through the command line`, { concurrency: 4 }, () => {
       for (const row of ROWS.filter((candidate) => THROUGH_THE_COMMAND_LINE.has(candidate.name))) {
         it(`${row.name}: exit status ${row.code}, one line on stderr, nothing on stdout`, {
-          timeout: 30_000,
+          timeout: 90_000,
         }, async () => {
           const leaseId = sim.mint();
           if (row.fault) sim.inject(row.fault(leaseId));
@@ -622,7 +630,7 @@ describe('the fault matrix', { concurrency: true }, () => {
             ? 'twice, then the answer: exit 0 after 3 requests'
             : 'retried as many times as asked, then exit 2';
           it(`${row.name}: ${outcome}`, {
-            timeout: 30_000,
+            timeout: 90_000,
           }, async () => {
             const leaseId = sim.mint();
             if (row.fault) sim.inject({ ...row.fault(leaseId), times: 2 });
@@ -658,7 +666,7 @@ describe('the fault matrix', { concurrency: true }, () => {
     for (const transport of TRANSPORTS)
       describe(`lease ${verb} over ${transport}: one run over many failing leases`, () => {
         it('gives every failing lease a record that cannot read as success, keeps the good one, and exits 2', {
-          timeout: 30_000,
+          timeout: 90_000,
         }, async () => {
           // The slow row last: the run reads its answers in input order, so every lease before it
           // is sent and answered while it is held.
@@ -737,7 +745,18 @@ describe('the fault matrix', { concurrency: true }, () => {
             lease_expires_at: null,
           }),
         });
-        const result = await runQueenctl(['lease', verb, leaseId, '--server', sim.url, '-o', 'json']);
+        // A deadline the test's own limit would meet first: a busy machine cannot change the verdict.
+        const result = await runQueenctl([
+          'lease',
+          verb,
+          leaseId,
+          '--server',
+          sim.url,
+          '--timeout',
+          '5m',
+          '-o',
+          'json',
+        ]);
         assert.equal(result.code, 4, describeResult(result));
         assertNoStackTrace(result.stderr);
         assert.match(result.stderr, new RegExp(`^queenctl: lease ${leaseId} (was not renewed|is not held)`));
@@ -749,7 +768,7 @@ describe('the fault matrix', { concurrency: true }, () => {
       it('success: false with renewed: 1 and an expiry exits 0: the lease is held', async () => {
         const leaseId = sim.mint();
         sim.inject({ kind: 'body', leaseId, body: documented(leaseId, { success: false, renewed: 1 }) });
-        const result = await runVerb(verb, [leaseId], sim.url);
+        const result = await runVerb(verb, [leaseId], sim.url, { clientClock: new FakeClock() });
         assert.equal(result.code, 0, describeResult(result));
         const [record] = records(result.stdout);
         if (verb === 'extend') assert.equal(record?.renewed, 1);
@@ -759,7 +778,7 @@ describe('the fault matrix', { concurrency: true }, () => {
       it("an older broker's success: false with an expiry exits 4", async () => {
         const leaseId = sim.mint();
         sim.inject({ kind: 'body', leaseId, body: arrayEntry(leaseId, { success: false, error: 'Lease not active' }) });
-        const result = await runVerb(verb, [leaseId], sim.url);
+        const result = await runVerb(verb, [leaseId], sim.url, { clientClock: new FakeClock() });
         assert.equal(result.code, 4, describeResult(result));
         assert.match(result.stderr, /broker said: Lease not active/);
         const [record] = records(result.stdout);
