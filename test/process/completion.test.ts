@@ -70,6 +70,27 @@ _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"`;
   return result.stdout.split('\n').filter(Boolean).sort();
 }
 
+/** Ends what bash offered for one line, in the output of bashCompleteAll. */
+const END_OF_LINE = '--- end of line ---';
+
+/**
+ * What bash offers for each of `lines`, from one bash that sources the script once: one process
+ * for a whole walk of the command tree instead of two per command.
+ */
+async function bashCompleteAll(lines: string[][]): Promise<string[][]> {
+  const calls = lines.map(
+    (words) =>
+      `COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}; COMPREPLY=()\n` +
+      `_queenctl; printf '%s\\n' "\${COMPREPLY[@]}"; echo '${END_OF_LINE}'`,
+  );
+  const program = `source ${JSON.stringify(bashScript)}\n${calls.join('\n')}`;
+  const result = await runProcess('bash', ['-c', program], { env, exit: 0 });
+  const offered = result.stdout.split(`${END_OF_LINE}\n`);
+  assert.equal(offered.pop(), '', 'every line ended');
+  assert.equal(offered.length, lines.length, result.stdout);
+  return offered.map((text) => text.split('\n').filter(Boolean).sort());
+}
+
 before(async () => {
   const home = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
   mkdirSync(join(home, '.queen'));
@@ -113,19 +134,27 @@ describe('completion', () => {
   });
 
   it('bash offers, at every command, exactly the subcommands and flags its --help lists', async () => {
+    const expected: Array<{ words: string[]; offered: string[]; what: string }> = [];
     for (const path of await commandPaths()) {
       const view = await help(path);
       // A command without subcommands offers its argument's values instead (tested below).
-      if (view.commands.length > 0) {
-        assert.deepEqual(
-          await bashComplete(['queenctl', ...path, '']),
-          [...view.commands].sort(),
-          `subcommands of "${path.join(' ')}"`,
-        );
-      }
-      const flags = await bashComplete(['queenctl', ...path, '-']);
-      assert.deepEqual(flags, [...new Set(view.flags)].sort(), `flags of "${path.join(' ')}"`);
+      if (view.commands.length > 0)
+        expected.push({
+          words: ['queenctl', ...path, ''],
+          offered: [...view.commands].sort(),
+          what: `subcommands of "${path.join(' ')}"`,
+        });
+      expected.push({
+        words: ['queenctl', ...path, '-'],
+        offered: [...new Set(view.flags)].sort(),
+        what: `flags of "${path.join(' ')}"`,
+      });
     }
+    assert.ok(expected.length > 10, 'the walk found the command tree');
+    const offered = await bashCompleteAll(expected.map((line) => line.words));
+    expected.forEach((line, i) => {
+      assert.deepEqual(offered[i], line.offered, line.what);
+    });
   });
 
   it('bash completes values: output formats, shells, and context names from the config file', async () => {
