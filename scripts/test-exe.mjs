@@ -23,8 +23,12 @@ const e2e = readdirSync(join(root, 'dist', 'test', 'e2e'))
   .filter((file) => file.endsWith('.test.js'))
   .map((file) => join('dist', 'test', 'e2e', file))
   .filter((file) => /\b(runCli|startCli)\(/.test(readFileSync(join(root, file), 'utf8')));
-let status = run(process.execPath, ['--test', '--test-concurrency=1', '--unhandled-rejections=strict', ...own]);
-status = run(process.execPath, ['--test', '--test-concurrency=2', '--unhandled-rejections=strict', ...e2e]) || status;
+// The runner's limit on a test, well above each process's own kill timer (test/support/cli.ts);
+// the build's and the bench's tests set longer ones of their own.
+const limit = '--test-timeout=120000';
+let status = run(process.execPath, ['--test', '--test-concurrency=1', limit, '--unhandled-rejections=strict', ...own]);
+status =
+  run(process.execPath, ['--test', '--test-concurrency=2', limit, '--unhandled-rejections=strict', ...e2e]) || status;
 const scripts = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts;
 // Every suite runs, whatever the one before it gave.
 if (scripts['test:process']) status = run('npm', ['run', '--silent', 'test:process']) || status;

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
 import type { Simulator } from '../../tools/simulator/index.js';
+import { instantClock } from '../support/fakes.js';
 import { runInProcess } from '../support/in-process.js';
 import { sharedSimulator } from '../support/shared.js';
 
@@ -31,7 +32,8 @@ describe('failure hints on stderr', () => {
   for (const { what, status, body, hint } of cases) {
     it(`extend, ${what} on every try: retried, exit 2, and what to check under the error`, async () => {
       sim.inject({ kind: 'status', status, body });
-      const result = await runInProcess(['lease', 'extend', sim.mint(), '--server', sim.url]);
+      // The backoff between tries on a clock that does not wait: what is said is the point.
+      const result = await runInProcess(['lease', 'extend', sim.mint(), '--server', sim.url], { clock: instantClock });
       assert.equal(result.code, 2, result.stderr);
       assert.equal(sim.log.length, 3, 'the default two retries, then the final error');
       assert.equal(result.stdout, '');
@@ -41,7 +43,7 @@ describe('failure hints on stderr', () => {
 
   it('list, 502 from the consumer-group route: exit 2, and the proxy or the broker to check', async () => {
     sim.inject({ kind: 'status', status: 502, body: '<html>Bad Gateway</html>' });
-    const result = await runInProcess(['lease', 'list', '--server', sim.url, '-o', 'json']);
+    const result = await runInProcess(['lease', 'list', '--server', sim.url, '-o', 'json'], { clock: instantClock });
     assert.equal(result.code, 2, result.stderr);
     assert.equal(result.stdout, '');
     assert.match(result.stderr, UNAVAILABLE);

@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import { runVerb } from '../reliability/harness.js';
+import { FakeClock } from '../support/fakes.js';
 import { runInProcess, startInProcess } from '../support/in-process.js';
 import { startProxy, type TestProxy } from '../support/proxy.js';
 import { makeCertificate, type TestCertificate } from '../support/tls.js';
@@ -309,26 +311,31 @@ describe('replicas', () => {
     }
   });
 
-  it('a hanging replica gets its share of --timeout, then the next answers; later requests start there', async () => {
+  it('a hanging replica gets its share of --timeout, then the next answers; later requests start there', {
+    timeout: 20_000,
+  }, async () => {
     const hung = await startSimulator({ tokens: { [TOKEN]: { role: 'read-write' } } });
     try {
-      hung.inject({ kind: 'hang' });
+      hung.inject({ kind: 'until-abandoned' });
       const leases = [plain.mint(), plain.mint(), plain.mint()];
-      const result = await runInProcess([
-        'lease',
-        'extend',
-        ...leases,
-        '--token',
-        TOKEN,
-        '--concurrency',
-        '1',
-        '--timeout',
-        '2s',
-        '--server',
-        `${hung.url},${plain.url}`,
-      ]);
-      // Had the hung replica used the whole --timeout, nothing would be left for the next: exit 2.
+      // The client's deadlines on a fake clock (as \`lease extend <ids>\` sends them, over
+      // node:http): 1 s, the first replica's share of 2 s, passes once it holds the request, and
+      // nothing else ever passes, so the verdict does not depend on how fast the next answers.
+      const clock = new FakeClock();
+      const run = runVerb('extend', leases, `${hung.url},${plain.url}`, {
+        token: TOKEN,
+        concurrency: 1,
+        timeoutMs: 2_000,
+        clientClock: clock,
+        transport: 'node:http',
+      });
+      await hung.whenHeld(1);
+      clock.advance(1_000);
+      // Had the hung replica had the whole --timeout, 1 s would not end its attempt: the run
+      // would never end (and the test fails on its time limit).
+      const result = await run;
       assert.equal(result.code, 0, result.stderr);
+      assert.equal(hung.heldCount().held, 1);
       assert.equal(hung.log.length, 1, 'after the failover, requests go to the replica that answered');
       assert.equal(plain.log.length, 3);
     } finally {

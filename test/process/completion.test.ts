@@ -65,9 +65,30 @@ async function bashComplete(words: string[]): Promise<string[]> {
   const program = `source ${JSON.stringify(bashScript)}
 COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}
 _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"`;
-  const result = await runProcess('bash', ['-c', program], { env });
+  const result = await runProcess('bash', ['-c', program], { env, exit: 0 });
   assert.equal(result.code, 0, result.stderr);
   return result.stdout.split('\n').filter(Boolean).sort();
+}
+
+/** Ends what bash offered for one line, in the output of bashCompleteAll. */
+const END_OF_LINE = '--- end of line ---';
+
+/**
+ * What bash offers for each of `lines`, from one bash that sources the script once: one process
+ * for a whole walk of the command tree instead of two per command.
+ */
+async function bashCompleteAll(lines: string[][]): Promise<string[][]> {
+  const calls = lines.map(
+    (words) =>
+      `COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}; COMPREPLY=()\n` +
+      `_queenctl; printf '%s\\n' "\${COMPREPLY[@]}"; echo '${END_OF_LINE}'`,
+  );
+  const program = `source ${JSON.stringify(bashScript)}\n${calls.join('\n')}`;
+  const result = await runProcess('bash', ['-c', program], { env, exit: 0 });
+  const offered = result.stdout.split(`${END_OF_LINE}\n`);
+  assert.equal(offered.pop(), '', 'every line ended');
+  assert.equal(offered.length, lines.length, result.stdout);
+  return offered.map((text) => text.split('\n').filter(Boolean).sort());
 }
 
 before(async () => {
@@ -83,7 +104,7 @@ before(async () => {
   chmodSync(join(bin, 'queenctl'), 0o755);
   env = { HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` };
   bashScript = join(bin, 'queenctl.bash');
-  const script = await runProcess('queenctl', ['completion', 'bash'], { env });
+  const script = await runProcess('queenctl', ['completion', 'bash'], { env, exit: 0 });
   assert.equal(script.code, 0, script.stderr);
   writeFileSync(bashScript, script.stdout);
 });
@@ -93,9 +114,10 @@ describe('completion', () => {
     it(`${shell}: the installed script is what the generator gives from this command tree`, async () => {
       // The npm package's scripts are made when it is built (scripts/bundle.mjs); in-process, the
       // generator runs on the tree as the source has it now.
-      const installed = await runProcess('queenctl', ['completion', shell], { env });
+      const installed = await runProcess('queenctl', ['completion', shell], { env, exit: 0 });
       const generated = await runInProcess(['completion', shell], { env: { HOME: env.HOME } });
-      assert.equal(installed.code, 0, installed.stderr);
+      assert.equal(generated.code, 0, generated.stderr);
+      assert.match(installed.stdout, /_queenctl|complete -c queenctl/, 'a script, not an empty output');
       assert.equal(installed.stdout, generated.stdout);
     });
   }
@@ -104,7 +126,7 @@ describe('completion', () => {
     const { code, stdout, stderr } = await runProcess(
       'bash',
       ['-c', 'source <(queenctl completion bash) && complete -p queenctl'],
-      { env },
+      { env, exit: 0 },
     );
     assert.equal(code, 0, stderr);
     assert.equal(stderr, '');
@@ -112,19 +134,27 @@ describe('completion', () => {
   });
 
   it('bash offers, at every command, exactly the subcommands and flags its --help lists', async () => {
+    const expected: Array<{ words: string[]; offered: string[]; what: string }> = [];
     for (const path of await commandPaths()) {
       const view = await help(path);
       // A command without subcommands offers its argument's values instead (tested below).
-      if (view.commands.length > 0) {
-        assert.deepEqual(
-          await bashComplete(['queenctl', ...path, '']),
-          [...view.commands].sort(),
-          `subcommands of "${path.join(' ')}"`,
-        );
-      }
-      const flags = await bashComplete(['queenctl', ...path, '-']);
-      assert.deepEqual(flags, [...new Set(view.flags)].sort(), `flags of "${path.join(' ')}"`);
+      if (view.commands.length > 0)
+        expected.push({
+          words: ['queenctl', ...path, ''],
+          offered: [...view.commands].sort(),
+          what: `subcommands of "${path.join(' ')}"`,
+        });
+      expected.push({
+        words: ['queenctl', ...path, '-'],
+        offered: [...new Set(view.flags)].sort(),
+        what: `flags of "${path.join(' ')}"`,
+      });
     }
+    assert.ok(expected.length > 10, 'the walk found the command tree');
+    const offered = await bashCompleteAll(expected.map((line) => line.words));
+    expected.forEach((line, i) => {
+      assert.deepEqual(offered[i], line.offered, line.what);
+    });
   });
 
   it('bash completes values: output formats, shells, and context names from the config file', async () => {
@@ -146,7 +176,7 @@ describe('completion', () => {
   for (const shell of ['zsh', 'fish'] as const) {
     const installed = (() => {
       try {
-        execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore' });
+        execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore', timeout: 10_000 });
         return true;
       } catch {
         return false;
@@ -159,7 +189,7 @@ describe('completion', () => {
         shell === 'zsh'
           ? 'autoload -U compinit && compinit -u && source <(queenctl completion zsh)'
           : 'queenctl completion fish | source; and complete -C "queenctl config use-context "';
-      const { code, stdout, stderr } = await runProcess(shell, ['-c', load], { env });
+      const { code, stdout, stderr } = await runProcess(shell, ['-c', load], { env, exit: 0 });
       assert.equal(code, 0, stderr);
       assert.equal(stderr, '');
       if (shell === 'fish') assert.deepEqual(stdout.split('\n').filter(Boolean).sort(), ['prod', 'staging']);

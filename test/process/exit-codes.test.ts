@@ -22,14 +22,16 @@ after(() => sim.close());
 describe('exit statuses through the binary', { concurrency: true }, () => {
   it('0: renewed, the record on stdout, nothing on stderr', async () => {
     const leaseId = sim.mint();
-    const result = await runCli(['lease', 'extend', leaseId, '--server', sim.url, '--token', 'read-write']);
+    const result = await runCli(['lease', 'extend', leaseId, '--server', sim.url, '--token', 'read-write'], {
+      exit: 0,
+    });
     assert.equal(result.code, 0, describeResult(result));
     assert.equal(JSON.parse(result.stdout).leaseId, leaseId);
     assert.equal(result.stderr, '');
   });
 
   it('1: a usage error, nothing on stdout, nothing sent', async () => {
-    const result = await runCli(['lease', 'extend', 'x', '--seconds', 'soon', '--server', sim.url]);
+    const result = await runCli(['lease', 'extend', 'x', '--seconds', 'soon', '--server', sim.url], { exit: 1 });
     assert.equal(result.code, 1, describeResult(result));
     assert.equal(result.stdout, '');
     assertNoStackTrace(result.stderr);
@@ -37,21 +39,23 @@ describe('exit statuses through the binary', { concurrency: true }, () => {
   });
 
   it('2: the broker could not be reached, nothing on stdout', async () => {
-    const result = await runCli(['lease', 'inspect', 'x', '--server', refusedUrl, '--retries', '0']);
+    const result = await runCli(['lease', 'inspect', 'x', '--server', refusedUrl, '--retries', '0'], { exit: 2 });
     assert.equal(result.code, 2, describeResult(result));
     assert.equal(result.stdout, '');
     assertOneLineReason(result.stderr, /refused/);
   });
 
   it('3: a token that may not renew, nothing on stdout', async () => {
-    const result = await runCli(['lease', 'extend', sim.mint(), '--server', sim.url, '--token', 'read-only']);
+    const result = await runCli(['lease', 'extend', sim.mint(), '--server', sim.url, '--token', 'read-only'], {
+      exit: 3,
+    });
     assert.equal(result.code, 3, describeResult(result));
     assert.equal(result.stdout, '');
     assertNoStackTrace(result.stderr);
   });
 
   it('4: not renewed, the record says so on stdout and the reason is on stderr', async () => {
-    const result = await runCli(['lease', 'extend', 'gone', '--server', sim.url, '--token', 'read-write']);
+    const result = await runCli(['lease', 'extend', 'gone', '--server', sim.url, '--token', 'read-write'], { exit: 4 });
     assert.equal(result.code, 4, describeResult(result));
     assert.equal(JSON.parse(result.stdout).renewed, 0);
     assertNoStackTrace(result.stderr);

@@ -43,14 +43,14 @@ async function bash(line: string): Promise<{ offered: string[]; stderr: string }
 COMP_LINE=${JSON.stringify(line)}
 COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}
 _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"`;
-  const result = await runProcess('bash', ['-c', program], { env });
+  const result = await runProcess('bash', ['-c', program], { env, exit: 0 });
   assert.equal(result.code, 0, result.stderr);
   return { offered: result.stdout.split('\n').filter(Boolean).sort(), stderr: result.stderr };
 }
 
 const installed = (shell: string): boolean => {
   try {
-    execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore' });
+    execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore', timeout: 10_000 });
     return true;
   } catch {
     return false;
@@ -86,7 +86,7 @@ describe('completion of lease ids', () => {
 source <(queenctl completion zsh)
 compadd() { [[ $1 == -a ]] && print -l -- \${(P)2} }
 words=(queenctl lease inspect ''); CURRENT=4; _queenctl`;
-    const result = await runProcess('zsh', ['-c', program], { env });
+    const result = await runProcess('zsh', ['-c', program], { env, exit: 0 });
     assert.equal(result.code, 0, result.stderr);
     const offered = result.stdout.split('\n').filter(Boolean).sort();
     assert.ok(offered.includes(leaseId), result.stdout);
@@ -98,7 +98,7 @@ words=(queenctl lease inspect ''); CURRENT=4; _queenctl`;
     const result = await runProcess(
       'fish',
       ['-c', 'queenctl completion fish | source; complete -C "queenctl lease watch "'],
-      { env },
+      { env, exit: 0 },
     );
     assert.equal(result.code, 0, result.stderr);
     const offered = result.stdout.split('\n').filter(Boolean).sort();

@@ -27,7 +27,7 @@ describe('lease list', { concurrency: true }, () => {
       const script =
         `${queenctl} lease list --queue orders --server ${sim.url} -o name | ` +
         `${queenctl} lease extend - --seconds 900 --server ${sim.url} -o ndjson`;
-      const result = await runShell(script);
+      const result = await runShell(`set -o pipefail; ${script}`, { exit: 0 });
       assert.equal(result.code, 0, result.stderr);
       const renewed = result.stdout
         .trim()
@@ -58,7 +58,7 @@ describe('lease list', { concurrency: true }, () => {
         sim.clearFaults();
         sim.resetLog();
         sim.inject(fault);
-        const run = startCli(['lease', 'list', '--server', sim.url, '-o', 'json', ...args]);
+        const run = startCli(['lease', 'list', '--server', sim.url, '-o', 'json', ...args], { exit: code });
         // The simulator logs a request as it arrives: the one that hangs is the last.
         const hanging = args.length > 0 ? 2 : 1;
         for (const deadline = Date.now() + 30_000; sim.log.length < hanging; await delay(20))

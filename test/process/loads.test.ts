@@ -52,6 +52,7 @@ async function loads(
 ): Promise<Loads> {
   const env = { QUEEN_CONFIG: join(scratch, 'none.yaml'), ...options.env, QUEENCTL_DEBUG: '1' };
   const result = await runCli(args, {
+    exit: options.code ?? 0,
     stdin: options.stdin ?? '',
     env,
     nodeArgs: ['--require', preload],
@@ -105,6 +106,7 @@ describe('what a run loads', { skip: needsNode('a preload and the bin’s own re
     );
     const generated = await loads(['completion', 'zsh'], { bin: join(copy, 'bin', 'queenctl.cjs') });
     assert.doesNotMatch(generated.stderr, /queenctl-completion\.cjs/);
+    assert.match(generated.stdout, /_queenctl/, 'a script, not an empty output');
     assert.equal(generated.stdout, prebuilt.stdout);
   });
 

@@ -37,6 +37,8 @@ function run(args: string[]): { status: number | null; stdout: string; stderr: s
     env: cleanEnv({ XDG_CACHE_HOME: join(scratch, 'cache') }),
     stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     encoding: 'utf8',
+    timeout: 15_000,
+    killSignal: 'SIGKILL',
   });
   const output = result.output as (string | null)[];
   return { status: result.status, stdout: result.stdout, stderr: result.stderr, net: output[3] ?? '' };

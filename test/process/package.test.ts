@@ -5,7 +5,7 @@
  * one build: .ci/run).
  */
 import assert from 'node:assert/strict';
-import { execFile as execFileCallback, spawnSync } from 'node:child_process';
+import { type ExecFileOptions, execFile as execFileCallback, type PromiseWithChild, spawnSync } from 'node:child_process';
 import {
   cpSync,
   existsSync,
@@ -29,8 +29,12 @@ import { cleanEnv, needsNode } from '../support/cli.js';
 
 /** The npm package is node's bin: a standalone executable (QUEENCTL_EXE) is not in it. */
 const npmPackage = needsNode('the npm package, its bin and its code cache');
-// Asynchronous on purpose: the simulator runs in this process and must keep answering.
-const execFile = promisify(execFileCallback);
+// Asynchronous on purpose: the simulator runs in this process and must keep answering. It
+// rejects on an exit other than 0; each run has a time limit well under the test's own.
+const execFileAsync = promisify(execFileCallback);
+const execFile = (file: string, args: string[], options: ExecFileOptions): PromiseWithChild<ExecResult> =>
+  execFileAsync(file, args, { timeout: 60_000, killSignal: 'SIGKILL', ...options, encoding: 'utf8' });
+type ExecResult = { stdout: string; stderr: string };
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 let sim: Simulator;
 let scratch: string;
@@ -58,7 +62,8 @@ it('npm pack + npm install -g gives a working queenctl on PATH', { skip: npmPack
     env,
   });
   const tarball = join(scratch, packed.stdout.trim().split('\n').pop() ?? '');
-  await execFile('npm', ['install', '-g', '--no-audit', '--no-fund', '--silent', tarball], { env });
+  // Its dependencies from npm's cache when they are there (they are: \`npm ci\` put them there).
+  await execFile('npm', ['install', '-g', '--prefer-offline', '--no-audit', '--no-fund', '--silent', tarball], { env });
   installed = join(scratch, 'prefix', 'lib', 'node_modules', 'queenctl');
   const bin = join(scratch, 'prefix', 'bin', 'queenctl');
   assert.match((await execFile(bin, ['--version'], { env })).stdout, new RegExp(VERSION));

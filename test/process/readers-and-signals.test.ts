@@ -56,7 +56,9 @@ describe('a reader that goes away', () => {
       sim.inject({ kind: 'latency', ms: 20 });
       const command =
         `${cliCommandLine()} lease ${verb} - -o ${format} --server ${sim.url} ` + `< ${JSON.stringify(idsFile)}`;
-      const result = await runShell(`${command} | head -1; echo "queenctl exit: \${PIPESTATUS[0]}" >&2`);
+      const result = await runShell(`${command} | head -1; echo "queenctl exit: \${PIPESTATUS[0]}" >&2`, {
+        exit: 0,
+      });
       assert.equal(result.code, 0, describeResult(result));
       const line = result.stdout.replace(/\n$/, '');
       assert.ok(!line.includes('\n'), `one line:\n${result.stdout}`);
@@ -71,7 +73,7 @@ describe('a reader that goes away', () => {
 
 describe('a stderr nobody reads', () => {
   it('does not change the exit code: a lost lease still exits 4, not 1', async () => {
-    const run = startCli(['lease', 'extend', 'gone-1', 'gone-2', '--server', sim.url, '-o', 'json']);
+    const run = startCli(['lease', 'extend', 'gone-1', 'gone-2', '--server', sim.url, '-o', 'json'], { exit: 4 });
     run.process.stderr.destroy();
     const { code, stdout } = await run.exited;
     assert.equal(code, 4);
@@ -83,7 +85,7 @@ describe('a stderr nobody reads', () => {
 
   it('does not change the exit code of a broker error either: 2', async () => {
     sim.inject({ kind: 'status', status: 500, body: '{"error":"renew failed: x"}' });
-    const run = startCli(['lease', 'inspect', 'x', '--server', sim.url]);
+    const run = startCli(['lease', 'inspect', 'x', '--server', sim.url], { exit: 2 });
     run.process.stderr.destroy();
     assert.equal((await run.exited).code, 2);
   });
@@ -105,6 +107,7 @@ describe('a signal in the middle of a bulk run', () => {
     it(`lease ${verb} over ${BULK} ids, ${signal}: stops issuing, reports what was done, exits ${code}`, async () => {
       sim.inject({ kind: 'latency', ms: 100 });
       const run = startCli(['lease', verb, '-', '-o', 'ndjson', '--server', sim.url], {
+        exit: code,
         stdin: `${ids.join('\n')}\n`,
       });
       await until(() => sim.log.length >= 3 * CONCURRENCY, 'requests in flight');
@@ -158,7 +161,7 @@ describe('a signal in the middle of a bulk run', () => {
 
 describe('a signal while standard input is still open', () => {
   it('streams each answer as it comes, then SIGINT ends the run without waiting for more input: exit 130', async () => {
-    const run = startCli(['lease', 'extend', '-', '-o', 'ndjson', '--server', sim.url], { stdin: null });
+    const run = startCli(['lease', 'extend', '-', '-o', 'ndjson', '--server', sim.url], { stdin: null, exit: 130 });
     // A producer that wrote three ids and is still working on the rest.
     run.write(`${ids.slice(0, 3).join('\n')}\n`);
     await run.waitForStdout(/^(.*\n){3}/);
@@ -188,6 +191,7 @@ describe('a hangup in the middle of a bulk run', () => {
     const ids = Array.from({ length: 1_000 }, () => sim.mint());
     sim.inject({ kind: 'latency', ms: 200 });
     const run = startCli(['lease', 'extend', '-', '--concurrency', '4', '-o', 'ndjson', '--server', sim.url], {
+      exit: 129,
       stdin: `${ids.join('\n')}\n`,
     });
     await run.waitForStdout(/^(.*\n){3}/);

@@ -12,10 +12,28 @@ import { runProcess, startProcess } from '../support/cli.js';
 const node = (script: string): [string, string[]] => [process.execPath, ['-e', script]];
 
 describe('process runner', () => {
-  it('kills a process that outlives its timeout and says so', async () => {
-    const result = await runProcess(...node('setInterval(() => {}, 1000)'), { timeoutMs: 300 });
-    assert.equal(result.killed, true);
-    assert.equal(result.signal, 'SIGKILL');
+  it('kills a process that outlives its time limit, and fails the run saying so', async () => {
+    await assert.rejects(
+      runProcess(...node("console.log('started'); setInterval(() => {}, 1000)"), { exit: 0, timeoutMs: 300 }),
+      /killed after 300 ms, its time limit\nsignal SIGKILL\n--- stdout\n/,
+    );
+  });
+
+  it('fails the run when it ends otherwise than the test said, quoting both streams', async () => {
+    await assert.rejects(
+      runProcess(...node("console.log('out'); console.error('err'); process.exit(3)"), { exit: 0 }),
+      /expected to end with 0, got exit 3\n--- stdout\nout\n\n--- stderr\nerr\n/,
+    );
+    await assert.rejects(
+      runProcess(...node("process.kill(process.pid, 'SIGTERM')"), { exit: 0 }),
+      /expected to end with 0, got signal SIGTERM/,
+    );
+    await assert.rejects(runProcess(...node('process.exit(0)'), { exit: 'SIGTERM' }), /expected to end with SIGTERM/);
+  });
+
+  it('will not start a process without an expected end', () => {
+    // A test in plain JavaScript, or one that casts, still cannot leave it out.
+    assert.throws(() => startProcess(...node('0'), {} as never), /say how the process must end/);
   });
 
   it('waits for a pattern, writes to standard input, relays a signal, and reports the exit', async () => {
@@ -24,7 +42,7 @@ describe('process runner', () => {
         process.on('SIGTERM', () => { console.log('bye'); process.exit(3); });
         process.stdin.setEncoding('utf8').on('data', (text) => console.log('got ' + text));
         console.log('ready');`),
-      { stdin: null },
+      { stdin: null, exit: 3 },
     );
     await run.waitForStdout(/ready\n/);
     run.write('ping');
@@ -35,7 +53,7 @@ describe('process runner', () => {
   });
 
   it('fails a wait once the process has ended without printing what was awaited, not at the timeout', async () => {
-    const run = startProcess(...node("console.error('something else'); process.exit(2)"));
+    const run = startProcess(...node("console.error('something else'); process.exit(2)"), { exit: 2 });
     await assert.rejects(
       run.waitForStdout(/never/, 60_000),
       /the process ended \(2\) waiting for \/never\/[\s\S]*something else/,
@@ -44,7 +62,7 @@ describe('process runner', () => {
   });
 
   it('reports the exit even while a process left behind holds the pipes open', async () => {
-    const result = await runProcess('sh', ['-c', 'sleep 30 & echo $!'], { closeGraceMs: 200 });
+    const result = await runProcess('sh', ['-c', 'sleep 30 & echo $!'], { closeGraceMs: 200, exit: 0 });
     const leftover = Number(result.stdout.trim());
     try {
       assert.equal(result.code, 0);
@@ -64,7 +82,10 @@ describe('process runner', () => {
         queen: Object.keys(process.env).filter((key) => key.startsWith('QUEEN_')),
         extra: process.env.EXTRA,
       }))`;
-      const result = await runProcess(...node(script), { env: { EXTRA: 'set', QUEEN_SERVER: undefined } });
+      const result = await runProcess(...node(script), {
+        env: { EXTRA: 'set', QUEEN_SERVER: undefined },
+        exit: 0,
+      });
       const seen = JSON.parse(result.stdout) as { home: string; queen: string[]; extra: string };
       assert.deepEqual(seen.queen, []);
       assert.equal(seen.extra, 'set');

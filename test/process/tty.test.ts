@@ -12,7 +12,7 @@ import { cliCommandLine, runProcess } from '../support/cli.js';
 type Verb = 'extend' | 'inspect';
 const BOTH: Verb[] = ['extend', 'inspect'];
 
-const hasScript = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
+const hasScript = spawnSync('script', ['--version'], { stdio: 'ignore', timeout: 10_000 }).status === 0;
 
 describe('- when standard input is a terminal', () => {
   for (const verb of BOTH) {
@@ -23,7 +23,7 @@ describe('- when standard input is a terminal', () => {
       try {
         const command = `${cliCommandLine()} lease ${verb} - --server ${sim.url}`;
         // script(1) runs the command on a new pty: its stdin and stdout are a terminal.
-        const { code, stdout, stderr } = await runProcess('script', ['-qec', command, '/dev/null']);
+        const { code, stdout, stderr } = await runProcess('script', ['-qec', command, '/dev/null'], { exit: 1 });
         const output = stdout + stderr;
         assert.equal(code, 1, output);
         assert.match(output, /queenctl: - reads lease ids from standard input, but it is a terminal/);

@@ -14,13 +14,18 @@
  * when they are transient (retrying would only slow them down) and with --retries 2 when they
  * are not (so `sent: 1` proves they are not retried). Faults are scoped to the row's own lease
  * id, so rows run concurrently on one simulator.
+ *
+ * No verdict depends on the machine's speed: in this process the client's deadlines run on a
+ * fake clock, so a deadline passes only when a row about deadlines moves it, once the broker
+ * holds that row's request (`until-abandoned`: held until the client gives up, never answered);
+ * every other row has all the time it needs, however busy the machine.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startSimulator, type Fault, type Simulator } from '../../tools/simulator/index.js';
-import { instantClock } from '../support/fakes.js';
+import { FakeClock, instantClock } from '../support/fakes.js';
 import { TRANSPORTS } from '../support/transports.js';
 import {
   assertNoStackTrace,
@@ -36,12 +41,21 @@ type Verb = 'extend' | 'inspect';
 const VERBS: Verb[] = ['extend', 'inspect'];
 const T = '2099-07-30T11:06:44.512873Z';
 const TEN_MB = 10 * 1024 * 1024;
+/**
+ * The 10 MB answers, made once: every row that sends one shares them (made per request, they
+ * cost a busy machine seconds of allocation and collection across the matrix).
+ */
+const TEN_MB_ARRAY = `[${'"x",'.repeat(TEN_MB / 4)}"x"]`;
+const TEN_MB_PAGE = 'E'.repeat(TEN_MB);
 
 let sim: Simulator;
 /** Nothing listens here. */
 let refusedUrl: string;
 /** Sends headers and half a body, then nothing: slower than any --timeout. */
 let stallingUrl: string;
+/** Requests the stalling server got, by lease id, and what waits for them. */
+const stalled = new Map<string, number>();
+const stallWaiters = new Set<() => void>();
 /** Speaks something that is not HTTP (an SSH banner), as a wrong --server port would. */
 let notHttpUrl: string;
 const rawServers: Array<Server | http.Server> = [];
@@ -83,6 +97,11 @@ interface Row {
    */
   sent: 1 | null;
   timeout?: string;
+  /**
+   * The row is about a deadline: the answer never comes (until-abandoned, or the stalling
+   * server), and the test passes the client's deadline once the request is held.
+   */
+  deadline?: true;
 }
 
 const body =
@@ -126,17 +145,19 @@ const ROWS: Row[] = [
   },
   {
     name: 'slower than --timeout',
-    fault: (leaseId) => ({ kind: 'latency', leaseId, ms: 60_000 }),
+    fault: (leaseId) => ({ kind: 'until-abandoned', leaseId }),
     timeout: '300ms',
+    deadline: true,
     code: 2,
-    reason: /no answer from http:\/\/127\.0\.0\.1:\d+ within (300ms|10s)/,
+    reason: /no answer from http:\/\/127\.0\.0\.1:\d+ within 300ms/,
     transient: true,
-    sent: null,
+    sent: 1,
   },
   {
     name: 'headers, then a body that stalls past --timeout',
     server: () => stallingUrl,
     timeout: '300ms',
+    deadline: true,
     code: 2,
     reason: /no answer from .* within 300ms/,
     transient: true,
@@ -418,7 +439,7 @@ const ROWS: Row[] = [
   },
   {
     name: 'a 10 MB body',
-    fault: (leaseId) => ({ kind: 'body', leaseId, body: () => `[${'"x",'.repeat(TEN_MB / 4)}"x"]` }),
+    fault: (leaseId) => ({ kind: 'body', leaseId, body: TEN_MB_ARRAY }),
     code: 2,
     reason: /larger than 1048576 bytes: not a lease renewal/,
     transient: false,
@@ -426,7 +447,7 @@ const ROWS: Row[] = [
   },
   {
     name: 'a 10 MB error page with 500',
-    fault: (leaseId) => ({ kind: 'status', leaseId, status: 500, body: 'E'.repeat(TEN_MB) }),
+    fault: (leaseId) => ({ kind: 'status', leaseId, status: 500, body: TEN_MB_PAGE }),
     code: 2,
     reason: /larger than 1048576 bytes/,
     transient: false,
@@ -444,9 +465,14 @@ before(async () => {
   sim = await startSimulator();
   refusedUrl = `http://127.0.0.1:${await closedPort()}`;
 
-  const stalling = http.createServer((_req, res) => {
+  const stalling = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
-    res.write('{"leaseId":');
+    res.write('{"leaseId":', () => {
+      // Counted once the headers and half a body are on their way: the client is reading.
+      const leaseId = decodeURIComponent(req.url?.split('/')[4] ?? '');
+      stalled.set(leaseId, (stalled.get(leaseId) ?? 0) + 1);
+      for (const wake of [...stallWaiters]) wake();
+    });
   });
   const notHttp = createServer((socket) => socket.end('SSH-2.0-OpenSSH_9.6\r\nProtocol mismatch.\r\n'));
   for (const server of [stalling, notHttp]) {
@@ -484,8 +510,53 @@ const THROUGH_THE_COMMAND_LINE = new Set([
 ]);
 
 const retriesFor = (row: Row): number => (row.transient ? 0 : 2);
+/** On the fake clock of the client: only the rows about a deadline ever pass it. */
 const timeoutMsFor = (row: Row): number => (row.timeout === '300ms' ? 300 : 10_000);
+/**
+ * Through the command line the deadline runs on real time: a row not about deadlines gets one
+ * the test's own limit would meet first, so a busy machine cannot change its verdict.
+ */
+const cliTimeoutFor = (row: Row): string => row.timeout ?? '5m';
 
+/** Resolves once the `n`th request of the row's lease is held: by the simulator, or stalling. */
+function held(row: Row, leaseId: string, n: number): Promise<void> {
+  if (row.server === undefined) return sim.whenHeld(n, leaseId);
+  return new Promise((resolve) => {
+    const check = (): void => {
+      if ((stalled.get(leaseId) ?? 0) < n) return;
+      stallWaiters.delete(check);
+      resolve();
+    };
+    stallWaiters.add(check);
+    check();
+  });
+}
+
+/**
+ * Passes the client's deadline for each of the row's first `attempts` requests, each once the
+ * request is held; stops early when the run ends first (it then fails on its own assertions).
+ */
+async function passDeadlines(
+  row: Row,
+  leaseId: string,
+  clock: FakeClock,
+  attempts: number,
+  run: Promise<unknown>,
+): Promise<void> {
+  const ended = run.then(
+    () => false,
+    () => false,
+  );
+  for (let n = 1; n <= attempts; n++) {
+    const holding = held(row, leaseId, n).then(() => true);
+    holding.catch(() => {});
+    if (!(await Promise.race([holding, ended]))) return;
+    clock.advance(timeoutMsFor(row));
+  }
+}
+
+// Every row of the file runs at once, so on a busy machine each takes about as long as the whole
+// file: a row's time limit only turns a hang into a failure, well inside the runner's.
 // The suites share one simulator (faults are scoped to each row's lease id) and run side by
 // side, so the rows that wait for a timeout overlap.
 describe('the fault matrix', { concurrency: true }, () => {
@@ -496,15 +567,19 @@ describe('the fault matrix', { concurrency: true }, () => {
       }, () => {
         for (const row of ROWS) {
           it(`${row.name}: exit ${row.code}, ${row.transient ? 'transient' : 'not retried'}`, {
-            timeout: 30_000,
+            timeout: 90_000,
           }, async () => {
             const leaseId = sim.mint();
             if (row.fault) sim.inject(row.fault(leaseId));
-            const result = await runVerb(verb, [leaseId], row.server?.() ?? sim.url, {
+            const clock = new FakeClock();
+            const run = runVerb(verb, [leaseId], row.server?.() ?? sim.url, {
               retries: retriesFor(row),
               timeoutMs: timeoutMsFor(row),
+              clientClock: clock,
               transport,
             });
+            if (row.deadline) await passDeadlines(row, leaseId, clock, 1, run);
+            const result = await run;
             assert.equal(result.code, row.code, describeResult(result));
             assertOneLineReason(result.stderr, row.reason);
             assert.equal(result.stdout, '', 'a failed lease prints nothing on stdout');
@@ -520,7 +595,9 @@ describe('the fault matrix', { concurrency: true }, () => {
 
     describe(`lease ${verb}: the same failures through the command line`, { concurrency: 4 }, () => {
       for (const row of ROWS.filter((candidate) => THROUGH_THE_COMMAND_LINE.has(candidate.name))) {
-        it(`${row.name}: exit status ${row.code}, one line on stderr, nothing on stdout`, async () => {
+        it(`${row.name}: exit status ${row.code}, one line on stderr, nothing on stdout`, {
+          timeout: 90_000,
+        }, async () => {
           const leaseId = sim.mint();
           if (row.fault) sim.inject(row.fault(leaseId));
           const result = await runQueenctl([
@@ -532,7 +609,7 @@ describe('the fault matrix', { concurrency: true }, () => {
             '--retries',
             String(retriesFor(row)),
             '--timeout',
-            row.timeout ?? '10s',
+            cliTimeoutFor(row),
             '-o',
             'json',
           ]);
@@ -553,19 +630,22 @@ describe('the fault matrix', { concurrency: true }, () => {
             ? 'twice, then the answer: exit 0 after 3 requests'
             : 'retried as many times as asked, then exit 2';
           it(`${row.name}: ${outcome}`, {
-            timeout: 30_000,
+            timeout: 90_000,
           }, async () => {
             const leaseId = sim.mint();
             if (row.fault) sim.inject({ ...row.fault(leaseId), times: 2 });
-            // Long enough that the third, healthy request never meets it, even on a loaded machine
-            // (2 s was not, with two suites and a build side by side on two cores).
-            const timeoutMs = recovers && row.timeout ? 5_000 : timeoutMsFor(row);
-            const result = await runVerb(verb, [leaseId], row.server?.() ?? sim.url, {
+            // The third request meets no deadline: only the test moves the client's clock, and
+            // only for the two requests the broker holds (or all three the stalling server does).
+            const clock = new FakeClock();
+            const run = runVerb(verb, [leaseId], row.server?.() ?? sim.url, {
               retries: 2,
-              timeoutMs,
+              timeoutMs: timeoutMsFor(row),
               clock: instantClock,
+              clientClock: clock,
               transport,
             });
+            if (row.deadline) await passDeadlines(row, leaseId, clock, recovers ? 2 : 3, run);
+            const result = await run;
             assertNoStackTrace(result.stderr);
             assert.match(result.stderr, /retry 1 of 2 in \d+ms\n/);
             assert.match(result.stderr, /retry 2 of 2 in \d+ms\n/);
@@ -586,9 +666,13 @@ describe('the fault matrix', { concurrency: true }, () => {
     for (const transport of TRANSPORTS)
       describe(`lease ${verb} over ${transport}: one run over many failing leases`, () => {
         it('gives every failing lease a record that cannot read as success, keeps the good one, and exits 2', {
-          timeout: 30_000,
+          timeout: 90_000,
         }, async () => {
-          const rows = ROWS.filter((row) => row.fault !== undefined && row.server === undefined);
+          // The slow row last: the run reads its answers in input order, so every lease before it
+          // is sent and answered while it is held.
+          const rows = ROWS.filter((row) => row.fault !== undefined && row.server === undefined).sort(
+            (a, b) => Number(a.deadline ?? false) - Number(b.deadline ?? false),
+          );
           const failing = rows.map((row) => {
             const leaseId = sim.mint();
             sim.inject((row.fault as (id: string) => Fault)(leaseId));
@@ -596,10 +680,28 @@ describe('the fault matrix', { concurrency: true }, () => {
           });
           const good = sim.mint({ partitions: 2 });
           const ids = [...failing, good];
-          // Only the slow row may meet the timeout: on a loaded machine healthy answers to 20
-          // requests at once (a 10 MB body among them) took over 5 s, and enough of them in a row
-          // read as a broker that is down, which stops the run early (renew-all.ts).
-          const result = await runVerb(verb, ids, sim.url, { timeoutMs: 10_000, transport });
+          // Only the slow row meets its deadline, on the client's fake clock: moved once every
+          // other request has its answer (or failure) and the broker holds the slow one. On real
+          // time, a loaded machine made healthy answers late enough to read as a broker that is
+          // down, which stops the run early (renew-all.ts).
+          const clock = new FakeClock();
+          const slow = failing[rows.findIndex((row) => row.deadline)] as string;
+          let settled = 0;
+          let others: () => void = () => {};
+          const othersSettled = new Promise<void>((resolve) => {
+            others = resolve;
+          });
+          const run = runVerb(verb, ids, sim.url, {
+            timeoutMs: 300,
+            clientClock: clock,
+            transport,
+            onSettled: () => {
+              if (++settled === ids.length - 1) others();
+            },
+          });
+          await Promise.all([othersSettled, sim.whenHeld(1, slow)]);
+          clock.advance(300);
+          const result = await run;
           assert.equal(result.code, 2, describeResult(result));
           assertNoStackTrace(result.stderr);
           const printed = records(result.stdout);
@@ -643,7 +745,18 @@ describe('the fault matrix', { concurrency: true }, () => {
             lease_expires_at: null,
           }),
         });
-        const result = await runQueenctl(['lease', verb, leaseId, '--server', sim.url, '-o', 'json']);
+        // A deadline the test's own limit would meet first: a busy machine cannot change the verdict.
+        const result = await runQueenctl([
+          'lease',
+          verb,
+          leaseId,
+          '--server',
+          sim.url,
+          '--timeout',
+          '5m',
+          '-o',
+          'json',
+        ]);
         assert.equal(result.code, 4, describeResult(result));
         assertNoStackTrace(result.stderr);
         assert.match(result.stderr, new RegExp(`^queenctl: lease ${leaseId} (was not renewed|is not held)`));
@@ -655,7 +768,7 @@ describe('the fault matrix', { concurrency: true }, () => {
       it('success: false with renewed: 1 and an expiry exits 0: the lease is held', async () => {
         const leaseId = sim.mint();
         sim.inject({ kind: 'body', leaseId, body: documented(leaseId, { success: false, renewed: 1 }) });
-        const result = await runVerb(verb, [leaseId], sim.url);
+        const result = await runVerb(verb, [leaseId], sim.url, { clientClock: new FakeClock() });
         assert.equal(result.code, 0, describeResult(result));
         const [record] = records(result.stdout);
         if (verb === 'extend') assert.equal(record?.renewed, 1);
@@ -665,7 +778,7 @@ describe('the fault matrix', { concurrency: true }, () => {
       it("an older broker's success: false with an expiry exits 4", async () => {
         const leaseId = sim.mint();
         sim.inject({ kind: 'body', leaseId, body: arrayEntry(leaseId, { success: false, error: 'Lease not active' }) });
-        const result = await runVerb(verb, [leaseId], sim.url);
+        const result = await runVerb(verb, [leaseId], sim.url, { clientClock: new FakeClock() });
         assert.equal(result.code, 4, describeResult(result));
         assert.match(result.stderr, /broker said: Lease not active/);
         const [record] = records(result.stdout);

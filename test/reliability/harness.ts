@@ -82,10 +82,19 @@ export interface VerbRunOptions {
   stdin?: string | null | StdinLike;
   /** Retry backoff waits on this clock (default: real time). */
   clock?: Clock;
+  /**
+   * The broker client's deadlines run on this clock (default: real time). A FakeClock makes
+   * `timeoutMs` a deadline that passes only when the test moves it: no verdict of a row then
+   * depends on how fast the machine answers.
+   */
+  clientClock?: Clock;
+  /** Called as each request the transport sent has its answer or its failure. */
+  onSettled?: () => void;
   signal?: AbortSignal;
   concurrency?: number;
   /** The transport the requests go over (default undici, as `-` runs use). */
   transport?: TransportName;
+  token?: string;
 }
 
 /**
@@ -102,11 +111,24 @@ export async function runVerb(
 ): Promise<VerbResult> {
   const { stdin = null } = options;
   const io = typeof stdin === 'string' || stdin === null ? bufferIO({ stdin }) : { ...bufferIO(), stdin };
+  const transport = makeTransport(options.transport ?? 'undici', { connections: options.concurrency ?? 16 });
+  const { onSettled } = options;
   const client = new BrokerClient({
     server,
     timeoutMs: options.timeoutMs ?? 10_000,
     userAgent: 'queenctl/test',
-    transport: makeTransport(options.transport ?? 'undici', { connections: options.concurrency ?? 16 }),
+    ...(options.token !== undefined && { token: options.token }),
+    ...(options.clientClock && { clock: options.clientClock }),
+    transport: onSettled
+      ? {
+          send: (request) => {
+            const answer = transport.send(request);
+            answer.then(onSettled, onSettled);
+            return answer;
+          },
+          close: () => transport.close(),
+        }
+      : transport,
   });
   const runtime = {
     io,

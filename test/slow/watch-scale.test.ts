@@ -17,7 +17,7 @@ describe('lease watch at full scale (one at a time)', () => {
       sim.inject({ kind: 'latency', ms: 150 });
       // 16 requests in flight would give 107 renewals/s; these leases need 200/s to stay held.
       const ids = mintMany(sim, 3_000, 20);
-      const run = watch(sim.url, ids, ['--seconds', '20', '--for', '22s', '-o', 'ndjson']);
+      const run = watch(sim.url, ids, ['--seconds', '20', '--for', '22s', '-o', 'ndjson'], 0);
       const code = await run.exited;
       const events = run.events();
       assert.equal(code, 0, run.stderr());
@@ -40,7 +40,7 @@ describe('lease watch at full scale (one at a time)', () => {
         const ids = mintMany(sim, 2_000, 30);
         const refusing = front.refuse(6_000);
         // No --for: the renewals after the outage are waited for, however busy the machine.
-        const run = watch(front.url, ids, ['--seconds', '30', '-o', 'ndjson', '-v'], 90_000);
+        const run = watch(front.url, ids, ['--seconds', '30', '-o', 'ndjson', '-v'], 130, 90_000);
         await refusing;
         const during = run.events().length;
         const attempts = refusedAttempts(run.stderr());
@@ -74,7 +74,7 @@ describe('lease watch at full scale (one at a time)', () => {
         // --every is 8 s: the second renewals fall due from 8 s after the first ones.
         // No --for: on a busy machine the renewals after the outage may take a while; the test
         // waits for them (the deadline that matters is the leases', checked by lost and lapses).
-        const run = watch(front.url, ids, ['--seconds', '24', '-o', 'ndjson', '-v'], 90_000);
+        const run = watch(front.url, ids, ['--seconds', '24', '-o', 'ndjson', '-v'], 130, 90_000);
         await run.until(() => renewedIds(run.events()).size === 2_000, 'every lease renewed once');
         const firstRenewals = run.events().length;
         const refusedBefore = refusedAttempts(run.stderr());

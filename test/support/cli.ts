@@ -9,6 +9,11 @@
  *   what it prints, write to its standard input, send it a signal, await its exit.
  * - `runShell(script)`: `bash -c script`, for pipelines.
  *
+ * Every run says how it must end (`exit`: an exit code, or the signal that ends it) and has a
+ * kill timer (`timeoutMs`, default 20 s): `exited` rejects, quoting both streams, when it ends
+ * any other way or the timer has to kill it. A test cannot pass on a hang, on a crash of both
+ * sides of a comparison, or on an exit it did not name.
+ *
  * With QUEENCTL_EXE=<path> in the environment, startCli/runCli run that executable (the
  * standalone build) instead of `node bin/queenctl.cjs`. A test that needs node itself (its flags,
  * another entry than the bin) says so with `{ skip: needsNode(why) }`, and starting one under
@@ -43,13 +48,14 @@ export function cliCommandLine(): string {
 const EMPTY_HOME = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
 
 /**
- * How long a process may run before the kill timer ends it (SIGKILL). Generous: it is there to
- * turn a hang into a failure, and a 2-core machine running two suites makes a one-second run
- * take ten (seen: the reliability suite's process rows at 12 s under a load of 14).
+ * How long a process may run before the kill timer ends it (SIGKILL), unless the test says
+ * otherwise. It is there to turn a hang into a failure, well inside the runner's own limit
+ * (`--test-timeout` in package.json's test scripts), and generous: a 2-core machine running
+ * two suites makes a one-second run take ten (seen: 12 s under a load of 14).
  */
-const DEFAULT_KILL_AFTER_MS = 60_000;
+export const DEFAULT_KILL_AFTER_MS = 20_000;
 /** How long `until` and the waits built on it wait by default (they fail at once if it ends). */
-const DEFAULT_WAIT_MS = 30_000;
+const DEFAULT_WAIT_MS = 20_000;
 /** See ProcessOptions.closeGraceMs. */
 const CLOSE_GRACE_MS = 2_000;
 
@@ -62,12 +68,20 @@ export interface CliResult {
   killed: boolean;
 }
 
+/** How a run must end: its exit code, or the signal that ends it. */
+export type ExpectedExit = number | NodeJS.Signals;
+
 export interface ProcessOptions {
+  /**
+   * How the test expects the process to end (required): an exit code, or the signal that ends
+   * it. `exited` rejects, with both streams, on any other end.
+   */
+  exit: ExpectedExit;
   /** Set on top of the clean environment (see cleanEnv); undefined removes a variable. */
   env?: Record<string, string | undefined>;
   /** Written to standard input, which is then closed (default ''); null leaves it open. */
   stdin?: string | null;
-  /** Kill the process after this long (default 60 s). */
+  /** Kill the process after this long (default 20 s); `exited` then rejects. */
   timeoutMs?: number;
   /**
    * After the process exits, how long to wait for its pipes to close (default 2 s). A process it
@@ -106,8 +120,9 @@ export interface RunningProcess {
   /** Sends a signal (default SIGTERM). */
   kill(signal?: NodeJS.Signals): void;
   /**
-   * Resolves once the process has exited and its pipes are closed (or, when something it left
-   * behind holds them open, a moment after it exited). Rejects only when it could not start.
+   * Resolves once the process has exited as `exit` says and its pipes are closed (or, when
+   * something it left behind holds them open, a moment after it exited). Rejects when it could
+   * not start, when the kill timer ended it, or when it ended any other way than `exit`.
    */
   readonly exited: Promise<CliResult>;
 }
@@ -126,7 +141,21 @@ export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS
   return env;
 }
 
-export function startProcess(command: string, args: string[], options: ProcessOptions = {}): RunningProcess {
+/** What a process printed and how it ended, for the message of a failed expectation. */
+export function describeRun(result: Pick<CliResult, 'code' | 'signal' | 'stdout' | 'stderr'>): string {
+  const { code, signal, stdout, stderr } = result;
+  const end = signal === null ? `exit ${code}` : `signal ${signal}`;
+  return `${end}\n--- stdout\n${stdout.slice(0, 4000)}\n--- stderr\n${stderr.slice(0, 4000)}`;
+}
+
+/** Whether `result` ended as `exit` says. */
+function endedAs(result: CliResult, exit: ExpectedExit): boolean {
+  return typeof exit === 'number' ? result.signal === null && result.code === exit : result.signal === exit;
+}
+
+export function startProcess(command: string, args: string[], options: ProcessOptions): RunningProcess {
+  if (options.exit === undefined) throw new Error('startProcess: say how the process must end (exit)');
+  const timeoutMs = options.timeoutMs ?? DEFAULT_KILL_AFTER_MS;
   const child = spawn(command, args, { env: cleanEnv(options.env), stdio: 'pipe', cwd: options.cwd });
   let stdout = '';
   let stderr = '';
@@ -152,7 +181,7 @@ export function startProcess(command: string, args: string[], options: ProcessOp
   const timer = setTimeout(() => {
     killed = true;
     child.kill('SIGKILL');
-  }, options.timeoutMs ?? DEFAULT_KILL_AFTER_MS);
+  }, timeoutMs);
   const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const exited = new Promise<CliResult>((resolve, reject) => {
     child.once('error', (error) => {
@@ -171,7 +200,12 @@ export function startProcess(command: string, args: string[], options: ProcessOp
         clearTimeout(grace);
         ended = true;
         poke();
-        resolve({ code, signal, stdout, stderr, killed });
+        const result = { code, signal, stdout, stderr, killed };
+        const line = [command, ...args].join(' ').slice(0, 300);
+        if (killed) reject(new Error(`${line}: killed after ${timeoutMs} ms, its time limit\n${describeRun(result)}`));
+        else if (!endedAs(result, options.exit))
+          reject(new Error(`${line}: expected to end with ${options.exit}, got ${describeRun(result)}`));
+        else resolve(result);
       });
     });
   });
@@ -223,14 +257,14 @@ export function startProcess(command: string, args: string[], options: ProcessOp
   };
 }
 
-export function runProcess(command: string, args: string[], options: ProcessOptions = {}): Promise<CliResult> {
+export function runProcess(command: string, args: string[], options: ProcessOptions): Promise<CliResult> {
   return startProcess(command, args, options).exited;
 }
 
 /**
  * queenctl (the published bin unless `entry` says otherwise; QUEENCTL_EXE when set), running.
  */
-export function startCli(args: string[], options: CliOptions = {}): RunningProcess {
+export function startCli(args: string[], options: CliOptions): RunningProcess {
   const { entry, nodeArgs, ...rest } = options;
   if (EXE) {
     if (entry !== undefined || nodeArgs !== undefined)
@@ -241,11 +275,11 @@ export function startCli(args: string[], options: CliOptions = {}): RunningProce
 }
 
 /** queenctl run to completion. */
-export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+export function runCli(args: string[], options: CliOptions): Promise<CliResult> {
   return startCli(args, options).exited;
 }
 
 /** A bash script run to completion, for pipelines (`queenctl … | head -1`). */
-export function runShell(script: string, options: ProcessOptions = {}): Promise<CliResult> {
+export function runShell(script: string, options: ProcessOptions): Promise<CliResult> {
   return runProcess('bash', ['-c', script], options);
 }

@@ -41,7 +41,7 @@ export function makeCertificate(): TestCertificate {
         '-addext',
         'subjectAltName=DNS:localhost,IP:127.0.0.1',
       ],
-      { stdio: 'pipe' },
+      { stdio: 'pipe', timeout: 15_000 },
     );
   } catch (error) {
     throw new Error(`the https tests need the openssl command (apt-get install openssl): ${(error as Error).message}`);

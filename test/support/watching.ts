@@ -5,7 +5,7 @@
  * and counts.
  */
 import type { Simulator } from '../../tools/simulator/index.js';
-import { startCli } from './cli.js';
+import { describeRun, type ExpectedExit, startCli } from './cli.js';
 import { startInProcess } from './in-process.js';
 import { withSimulator as withOwnSimulator } from './shared.js';
 import type { WatchEventLine } from './watch-scenario.js';
@@ -19,17 +19,28 @@ export interface Watching {
   exited: Promise<number | null>;
 }
 
+/**
+ * `exit`: how the watch must end; `exited` rejects, with both streams, on any other end or when
+ * `guardMs` runs out first.
+ */
 export function watch(
   server: string,
   leaseIds: string[],
   args: string[],
+  exit: ExpectedExit,
   guardMs = 40_000,
   runner: 'in-process' | 'process' = 'process',
 ): Watching {
-  const start = runner === 'in-process' ? startInProcess : startCli;
-  const run = start(['lease', 'watch', '-', '--server', server, ...args], {
-    stdin: `${leaseIds.join('\n')}\n`,
-    timeoutMs: guardMs,
+  const argv = ['lease', 'watch', '-', '--server', server, ...args];
+  const options = { stdin: `${leaseIds.join('\n')}\n`, timeoutMs: guardMs };
+  const run = runner === 'in-process' ? startInProcess(argv, options) : startCli(argv, { ...options, exit });
+  const exited = run.exited.then((result) => {
+    const as = typeof exit === 'number' ? result.signal === null && result.code === exit : result.signal === exit;
+    if (result.killed || !as) throw new Error(`lease watch: expected to end with ${exit}, got ${describeRun(result)}`);
+    return result.code;
+  });
+  exited.catch(() => {
+    // Awaiting it still rejects; an unawaited one must not crash the run.
   });
   let parsed = 0;
   const events: WatchEventLine[] = [];
@@ -47,7 +58,7 @@ export function watch(
       await run.until(() => (check() ? true : undefined), what, timeoutMs);
     },
     kill: (signal) => run.kill(signal),
-    exited: run.exited.then((result) => result.code),
+    exited,
   };
 }
 

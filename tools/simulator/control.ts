@@ -12,6 +12,8 @@
  *   POST   /_sim/leases/:id/expire   expire every row → 204, or 404
  *   POST   /_sim/faults              inject a fault (a WireFault) → 204
  *   DELETE /_sim/faults              clear every fault → 204
+ *   GET    /_sim/held                requests held by `hang` or `until-abandoned` → 200 and a
+ *                                    HeldCount (`/_sim/held/:id`: those of one lease id)
  *   POST   /_sim/config              shape, clockOffsetMs, tokens, database → 204
  *   GET    /_sim/log                 the request log → 200
  *   DELETE /_sim/log                 reset the log → 204
@@ -19,7 +21,7 @@
  *
  * Bad input answers 400 (409 for a lease id in use) with `{"error": "..."}`.
  */
-import { parseFault, type WireFault } from './faults.js';
+import { type HeldCount, parseFault, type WireFault } from './faults.js';
 import { fail, SimulatorInputError } from './input.js';
 import type { LeaseSpec, LeaseView } from './leases.js';
 import type { LogEntry } from './request-log.js';
@@ -66,6 +68,10 @@ function route(sim: Simulator, method: string, parts: string[], body: string): R
     case 'DELETE faults':
       sim.clearFaults();
       return emptyReply(204);
+    case 'GET held':
+      return jsonReply(200, sim.heldCount());
+    case 'GET held/:id':
+      return jsonReply(200, sim.heldCount(id));
     case 'POST config': {
       const config = input();
       if (!isRecord(config)) fail('config must be an object');
@@ -161,6 +167,22 @@ export class SimulatorControl {
 
   async clearFaults(): Promise<void> {
     await this.call('DELETE', '/_sim/faults');
+  }
+
+  /** Requests held by `hang` or `until-abandoned` (of the extend path of `leaseId`, when given). */
+  async heldCount(leaseId?: string): Promise<HeldCount> {
+    return (await this.call(
+      'GET',
+      leaseId === undefined ? '/_sim/held' : `/_sim/held/${encodeURIComponent(leaseId)}`,
+    )) as HeldCount;
+  }
+
+  /**
+   * Resolves once `count` requests (of `leaseId`, when given) have been held, those let go
+   * included; asks every `pollMs` (the simulator in another process cannot call back).
+   */
+  async whenHeld(count: number, leaseId?: string, pollMs = 10): Promise<void> {
+    while ((await this.heldCount(leaseId)).held < count) await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
 
   async configure(config: ControlConfig): Promise<void> {

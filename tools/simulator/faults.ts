@@ -2,6 +2,11 @@
  * Faults injected into broker requests: what a client meets when the broker or the network
  * misbehaves (latency, dropped connections, answers cut off mid-body, odd statuses and bodies,
  * and the older broker's hang while its database is down: docs/broker.md).
+ *
+ * A client's deadline is tested with `until-abandoned`, not `latency`: the answer is held until
+ * the client gives up (its connection closes), so the verdict never depends on which of two real
+ * timers fires first on a busy machine. `whenHeld` tells a test that a request is being held,
+ * which is when a test on a fake clock moves the client's clock past its deadline.
  */
 import { setMaxListeners } from 'node:events';
 import http from 'node:http';
@@ -15,7 +20,8 @@ export type FaultAction =
   | { kind: 'reset-mid-body' }
   | { kind: 'status'; status: number; body?: string; headers?: Record<string, string> }
   | { kind: 'body'; body: string | (() => string); status?: number }
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  | { kind: 'until-abandoned' };
 
 /**
  * A fault applies to broker requests (everything outside `/_sim/`, `/health` included). Faults are
@@ -24,6 +30,9 @@ export type FaultAction =
  * for that decoded id (a consumer-group request names no lease: such a fault never matches it).
  * `status` without a body answers `{"error":"<reason phrase>"}`. `reset-mid-body` runs the renewal
  * first (the broker committed, the answer was lost) and sends its status and half its body.
+ * `hang` holds a request until `clearFaults()` (then answers it) or the client goes away;
+ * `until-abandoned` holds it, answering nothing ever, until the client goes away (a deadline, a
+ * stop): a broker slower than any --timeout, with no timer of its own to race the client's.
  */
 export type Fault = { times?: number; leaseId?: string } & FaultAction;
 
@@ -57,6 +66,7 @@ export function parseFault(value: unknown, allowFunctionBody = false): Fault {
     case 'drop':
     case 'reset-mid-body':
     case 'hang':
+    case 'until-abandoned':
       return { ...common, kind: value.kind };
     case 'status': {
       const status = value.status;
@@ -75,7 +85,7 @@ export function parseFault(value: unknown, allowFunctionBody = false): Fault {
       return { ...common, kind: 'body', body, ...(status !== undefined && { status }) };
     }
     default:
-      return fail('kind must be latency, drop, reset-mid-body, status, body or hang');
+      return fail('kind must be latency, drop, reset-mid-body, status, body, hang or until-abandoned');
   }
 }
 
@@ -92,11 +102,26 @@ function faultReply(fault: Extract<FaultAction, { kind: 'status' | 'body' }>): R
   return { status: fault.status ?? 200, headers: { 'Content-Type': 'application/json' }, body };
 }
 
+/** Requests a `hang` or `until-abandoned` has held: all of them, and those it holds now. */
+export interface HeldCount {
+  /** Every request held since the simulator started (those let go or abandoned included). */
+  held: number;
+  /** Held now. */
+  holding: number;
+  /** Let go because the client went away first. */
+  abandoned: number;
+}
+
 /** The injected faults, and the requests they are delaying or holding. */
 export class Faults {
   private faults: Fault[] = [];
   private readonly held = new Set<(outcome: HoldOutcome) => void>();
   private readonly closing = new AbortController();
+  /** Held counts, overall (key null) and per lease id of the extend path. */
+  private readonly counts = new Map<string | null, HeldCount>();
+  private readonly heldWaiters = new Set<() => void>();
+  /** The holds of `until-abandoned`, which clear() does not let go. */
+  private readonly unreleasable = new Set<(outcome: HoldOutcome) => void>();
 
   constructor() {
     // A latency fault delays every request it catches, each listening here: thousands at once.
@@ -111,7 +136,7 @@ export class Faults {
   /** Removes every fault and lets the requests a `hang` is holding go on to be answered. */
   clear(): void {
     this.faults = [];
-    for (const settle of [...this.held]) settle('released');
+    for (const settle of [...this.held]) if (!this.unreleasable.has(settle)) settle('released');
   }
 
   /** The first fault that matches, in injection order; `times` counts down to removal. */
@@ -130,7 +155,11 @@ export class Faults {
    * Acts out `fault` on a request before it is answered. `reset-mid-body` acts after: the
    * request goes on, and the caller sends half of the answer.
    */
-  async apply(fault: Fault | undefined, res: http.ServerResponse): Promise<FaultOutcome> {
+  async apply(
+    fault: Fault | undefined,
+    res: http.ServerResponse,
+    leaseId: string | null = null,
+  ): Promise<FaultOutcome> {
     switch (fault?.kind) {
       case 'drop':
         res.destroy();
@@ -141,7 +170,10 @@ export class Faults {
       case 'latency':
         return (await this.sleep(fault.ms)) ? 'continue' : 'done';
       case 'hang':
-        return (await this.hold(res)) === 'released' ? 'continue' : 'done';
+        return (await this.hold(res, leaseId, true)) === 'released' ? 'continue' : 'done';
+      case 'until-abandoned':
+        await this.hold(res, leaseId, false);
+        return 'done';
       case 'reset-mid-body':
       case undefined:
         return 'continue';
@@ -152,6 +184,45 @@ export class Faults {
   close(): void {
     this.closing.abort();
     for (const settle of [...this.held]) settle('closed');
+    for (const wake of [...this.heldWaiters]) wake();
+  }
+
+  /** The held counts, of every request or of those on the extend path of `leaseId`. */
+  heldCount(leaseId?: string): HeldCount {
+    return { ...(this.counts.get(leaseId ?? null) ?? { held: 0, holding: 0, abandoned: 0 }) };
+  }
+
+  /**
+   * Resolves once `count` requests (of `leaseId`, when given) have been held, counting those
+   * already let go: the moment a test on a fake clock moves a client past its deadline. Rejects
+   * if the simulator closes first.
+   */
+  whenHeld(count: number, leaseId?: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (this.heldCount(leaseId).held >= count) {
+          this.heldWaiters.delete(check);
+          resolve();
+        } else if (this.closing.signal.aborted) {
+          this.heldWaiters.delete(check);
+          reject(new Error(`simulator closed with ${this.heldCount(leaseId).held} of ${count} requests held`));
+        }
+      };
+      this.heldWaiters.add(check);
+      check();
+    });
+  }
+
+  private count(leaseId: string | null, change: (count: HeldCount) => void): void {
+    for (const key of leaseId === null ? [null] : [null, leaseId]) {
+      let count = this.counts.get(key);
+      if (count === undefined) {
+        count = { held: 0, holding: 0, abandoned: 0 };
+        this.counts.set(key, count);
+      }
+      change(count);
+    }
+    for (const wake of [...this.heldWaiters]) wake();
   }
 
   /** Resolves false when the simulator closes first. */
@@ -164,17 +235,32 @@ export class Faults {
     }
   }
 
-  /** The older broker with its database down: nothing at all until clear() or close(). */
-  private hold(res: http.ServerResponse): Promise<HoldOutcome> {
+  /**
+   * Nothing at all until the client goes away or the simulator closes; and, when `releasable`
+   * (the older broker with its database down), until clear().
+   */
+  private hold(res: http.ServerResponse, leaseId: string | null, releasable: boolean): Promise<HoldOutcome> {
     return new Promise((resolve) => {
       const settle = (outcome: HoldOutcome): void => {
         this.held.delete(settle);
+        this.unreleasable.delete(settle);
         res.off('close', gone);
+        this.count(leaseId, (count) => {
+          count.holding--;
+          if (outcome === 'gone') count.abandoned++;
+        });
         resolve(outcome);
       };
       const gone = (): void => settle('gone');
       this.held.add(settle);
+      if (!releasable) this.unreleasable.add(settle);
       res.once('close', gone);
+      this.count(leaseId, (count) => {
+        count.held++;
+        count.holding++;
+      });
+      // The client may have gone while this request waited to be taken.
+      if (res.destroyed || res.socket?.destroyed) gone();
     });
   }
 }

@@ -9,7 +9,7 @@
  *   leases.ts           the lease store: leases as (queue, partition, group) rows with expiries
  *   consumer-groups.ts  each (group, queue, partition)'s holder, and the routes that list them
  *   health.ts           GET /health: healthy, or 503 unhealthy with the database disconnected
- *   faults.ts           injected faults (latency, drops, resets, statuses, bodies, hangs)
+ *   faults.ts           injected faults (latency, drops, resets, statuses, bodies, hangs, holds)
  *   control.ts          the `/_sim/` control interface and its client, `SimulatorControl`
  *   request-log.ts      the log of broker requests
  *   wire.ts             bodies, paths, timestamps and answers as they travel
@@ -21,7 +21,7 @@ export type { WireGroup, WireGroupSummary, WirePartition } from './consumer-grou
 export { SimulatorControl, SimulatorControlError, type ControlConfig } from './control.js';
 export { arraySeconds, documentedSeconds, type Shape } from './extend-route.js';
 export { BROKER_VERSION, type DatabaseState } from './health.js';
-export { parseFault, type Fault, type FaultAction, type WireFault } from './faults.js';
+export { parseFault, type Fault, type FaultAction, type HeldCount, type WireFault } from './faults.js';
 export { SimulatorInputError } from './input.js';
 export type { LeaseRow, LeaseSpec, LeaseView, PartitionSpec } from './leases.js';
 export type { LogEntry } from './request-log.js';

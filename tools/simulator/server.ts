@@ -15,7 +15,7 @@ import type { Socket } from 'node:net';
 import { parseTokens, type TokenGrant, type Tokens } from './auth.js';
 import { answerControl } from './control.js';
 import { ExtendRoute, parseShape, type Shape } from './extend-route.js';
-import { type Fault, Faults } from './faults.js';
+import { type Fault, Faults, type HeldCount } from './faults.js';
 import { fail, isFiniteNumber, SimulatorInputError } from './input.js';
 import { type LeaseSpec, LeaseStore, type LeaseView } from './leases.js';
 import { type LogEntry, RequestLog } from './request-log.js';
@@ -84,6 +84,14 @@ export interface Simulator {
   inject(fault: Fault): void;
   /** Removes every fault and answers (normally) the requests a `hang` is holding. */
   clearFaults(): void;
+  /** Requests a `hang` or `until-abandoned` has held (of the extend path of `leaseId`, when given). */
+  heldCount(leaseId?: string): HeldCount;
+  /**
+   * Resolves once `count` requests (of `leaseId`, when given) have been held by a `hang` or
+   * `until-abandoned`, those let go included: where a test on a fake clock moves the client past
+   * its deadline. Rejects when the simulator closes first.
+   */
+  whenHeld(count: number, leaseId?: string): Promise<void>;
   resetLog(): void;
   /** `lapses`: leases that ran out while nobody released them, each counted once (leases.ts). */
   stats(): SimulatorStats;
@@ -216,6 +224,14 @@ class BrokerSimulator implements Simulator, BrokerState {
     this.faults.clear();
   }
 
+  heldCount(leaseId?: string): HeldCount {
+    return this.faults.heldCount(leaseId);
+  }
+
+  whenHeld(count: number, leaseId?: string): Promise<void> {
+    return this.faults.whenHeld(count, leaseId);
+  }
+
   resetLog(): void {
     this.requests.reset();
   }
@@ -266,7 +282,7 @@ class BrokerSimulator implements Simulator, BrokerState {
     if (route.kind === 'extend') this.extendRequests++;
 
     const fault = this.faults.take(leaseId);
-    const outcome = await this.faults.apply(fault, res);
+    const outcome = await this.faults.apply(fault, res, leaseId);
     if (outcome === 'done') return;
     if (outcome !== 'continue') {
       this.reply(res, entry, outcome.reply);
