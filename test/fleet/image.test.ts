@@ -36,7 +36,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { VERSION } from '../../src/version.js';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { type CliResult, runProcess } from '../support/cli.js';
+import { type CliResult, type ExpectedExit, runProcess } from '../support/cli.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const IMAGE = join(ROOT, 'dist', 'release', `queenctl-${VERSION}-oci.tar`);
@@ -182,13 +182,13 @@ describe('podman runs the image', () => {
   let env: Record<string, string>;
   let name: string;
 
-  const podman = async (args: string[], timeoutMs = PODMAN_MS): Promise<CliResult> => {
-    const result = await runProcess('podman', [...podmanArgs, ...args], { env, timeoutMs });
+  const podman = async (args: string[], exit: ExpectedExit = 0, timeoutMs = PODMAN_MS): Promise<CliResult> => {
+    const result = await runProcess('podman', [...podmanArgs, ...args], { env, timeoutMs, exit });
     assert.equal(result.killed, false, `podman ${args.join(' ')} outlived ${timeoutMs} ms: ${result.stderr}`);
     return result;
   };
-  const run = (args: string[]): Promise<CliResult> =>
-    podman(['run', '--rm', '--pull=never', '--network', 'host', name, ...args]);
+  const run = (args: string[], exit: ExpectedExit = 0): Promise<CliResult> =>
+    podman(['run', '--rm', '--pull=never', '--network', 'host', name, ...args], exit);
 
   before(async () => {
     sim = await startSimulator();
@@ -264,14 +264,17 @@ describe('podman runs the image', () => {
       'the simulator saw the renewal',
     );
 
-    const lost = await run(['lease', 'extend', 'no-such-lease', '--server', sim.url, '--retries', '0']);
+    const lost = await run(['lease', 'extend', 'no-such-lease', '--server', sim.url, '--retries', '0'], 4);
     assert.equal(lost.code, 4, lost.stderr);
     assert.match(lost.stderr, /not renewed/);
   });
 
   it('runs as uid 65532, not root: it cannot write where root can', async () => {
     // No shell to ask `id`: a config file written into / fails with EACCES for any user but root.
-    const result = await run(['config', 'set-context', 'x', '--server', 'http://127.0.0.1:1', '--config', '/x.yaml']);
+    const result = await run(
+      ['config', 'set-context', 'x', '--server', 'http://127.0.0.1:1', '--config', '/x.yaml'],
+      1,
+    );
     assert.notEqual(result.code, 0, result.stdout);
     assert.match(result.stderr, /EACCES|permission denied/i);
   });
@@ -290,6 +293,7 @@ describe('the build refuses what it cannot make an image of', () => {
     const result = await runProcess(process.execPath, [join(ROOT, 'scripts', 'build-image.mjs')], {
       env: { QUEENCTL_RELEASE_DIR: releaseDir, TMPDIR: temporary },
       timeoutMs: PODMAN_MS,
+      exit: 1,
     });
     assert.deepEqual(readdirSync(temporary), [], 'the build left its scratch behind');
     return result;
@@ -334,6 +338,7 @@ describe('the arm64 image under emulation', () => {
       {
         env: { QEMU_LD_PREFIX: undefined },
         timeoutMs: QEMU_MS,
+        exit: 0,
       },
     );
     assert.equal(result.killed, false, `qemu-aarch64 outlived ${QEMU_MS} ms`);

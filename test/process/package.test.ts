@@ -5,7 +5,12 @@
  * one build: .ci/run).
  */
 import assert from 'node:assert/strict';
-import { type ExecFileOptions, execFile as execFileCallback, type PromiseWithChild, spawnSync } from 'node:child_process';
+import {
+  type ExecFileOptions,
+  execFile as execFileCallback,
+  type PromiseWithChild,
+  spawnSync,
+} from 'node:child_process';
 import {
   cpSync,
   existsSync,

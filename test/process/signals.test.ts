@@ -46,6 +46,7 @@ describe('a HOME where the config directory cannot be made', () => {
     const result = await runCli(['config', 'set-context', 'a', '--server', 'http://127.0.0.1:1'], {
       env: { HOME: '/proc', XDG_CACHE_HOME: undefined },
       timeoutMs: TIME_LIMIT_MS,
+      exit: 1,
     });
     assert.equal(result.killed, false, 'ended by itself');
     assert.equal(result.code, 1, result.stderr);
@@ -69,6 +70,7 @@ describe('a HOME where the config directory cannot be made', () => {
     const result = await runProcess('unshare', ['-m', 'sh', '-c', script], {
       env: { HOME: home, XDG_CACHE_HOME: join(home, 'cache') },
       timeoutMs: TIME_LIMIT_MS,
+      exit: 1,
     });
     assert.equal(result.killed, false, 'ended by itself');
     assert.equal(result.code, 1, result.stderr);
@@ -87,7 +89,9 @@ describe('a signal while a command waits on the file system', () => {
     it(`config view of a FIFO nobody writes, ${signal}: ends with ${status} within a second or so`, async () => {
       const fifo = join(mkdtempSync(join(tmpdir(), 'queenctl-fifo-')), 'config.yaml');
       execFileSync('mkfifo', [fifo]);
-      const run = startCli(['--config', fifo, 'config', 'view'], { timeoutMs: TIME_LIMIT_MS });
+      // Stuck in the thread pool, it outlives the grace: the signal itself ends it (a shell sees
+      // 128 + n), as src/cli.ts's exit port does.
+      const run = startCli(['--config', fifo, 'config', 'view'], { timeoutMs: TIME_LIMIT_MS, exit: signal });
       await untilWaitingOnFifo(run.process.pid as number);
       const sentAt = performance.now();
       run.kill(signal);
@@ -109,6 +113,7 @@ describe('a config write that a signal interrupts', () => {
     const first = await runCli(['config', 'set-context', 'c0', '--server', 'http://127.0.0.1:1'], {
       env: { HOME: home },
       timeoutMs: TIME_LIMIT_MS,
+      exit: 0,
     });
     assert.equal(first.code, 0, first.stderr);
     // Moments spread over a run's start-up and its write; which one lands where does not matter:
@@ -117,6 +122,8 @@ describe('a config write that a signal interrupts', () => {
       const run = startCli(['config', 'set-context', `c${index + 1}`, '--server', 'http://127.0.0.1:1'], {
         env: { HOME: home },
         timeoutMs: TIME_LIMIT_MS,
+        // Before its write, during it, or after it: any of these, never a hang or another status.
+        exit: index % 2 === 0 ? ['SIGKILL', 0] : ['SIGTERM', 143, 0],
       });
       await new Promise((resolve) => setTimeout(resolve, afterMs));
       run.kill(index % 2 === 0 ? 'SIGKILL' : 'SIGTERM');
@@ -124,6 +131,7 @@ describe('a config write that a signal interrupts', () => {
       assert.equal(ended.killed, false, ended.stderr);
       const read = await runCli(['--config', path, 'config', 'get-contexts', '-o', 'json'], {
         timeoutMs: TIME_LIMIT_MS,
+        exit: 0,
       });
       assert.equal(read.code, 0, `after a signal at ${afterMs} ms: ${read.stderr}`);
       const names = (JSON.parse(read.stdout) as { name: string }[]).map((context) => context.name);

@@ -68,8 +68,11 @@ export interface CliResult {
   killed: boolean;
 }
 
-/** How a run must end: its exit code, or the signal that ends it. */
-export type ExpectedExit = number | NodeJS.Signals;
+/**
+ * How a run must end: its exit code, or the signal that ends it; a list when the moment of a
+ * signal decides between named ends (a run signalled during its start-up, or after its work).
+ */
+export type ExpectedExit = number | NodeJS.Signals | readonly (number | NodeJS.Signals)[];
 
 export interface ProcessOptions {
   /**
@@ -150,7 +153,10 @@ export function describeRun(result: Pick<CliResult, 'code' | 'signal' | 'stdout'
 
 /** Whether `result` ended as `exit` says. */
 function endedAs(result: CliResult, exit: ExpectedExit): boolean {
-  return typeof exit === 'number' ? result.signal === null && result.code === exit : result.signal === exit;
+  const ends = typeof exit === 'object' ? exit : [exit];
+  return ends.some((end) =>
+    typeof end === 'number' ? result.signal === null && result.code === end : result.signal === end,
+  );
 }
 
 export function startProcess(command: string, args: string[], options: ProcessOptions): RunningProcess {

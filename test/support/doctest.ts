@@ -289,7 +289,9 @@ export function blockScript(block: DocBlock): string {
   block.commands.forEach((command, index) => {
     parts.push('__rc "$__s"', command.text, `__s=$?; printf '\\n${MARK}%d %d${MARK}\\n' ${index} "$__s"`);
   });
-  return `${parts.join('\n')}\n`;
+  // In a subshell: a block's own `exit` (a runbook's `|| exit 1`) ends it, not the script, whose
+  // status is then always 0; each command's status is in the marks.
+  return `(\n${parts.join('\n')}\n)\nexit 0\n`;
 }
 
 export interface CommandOutcome {
@@ -316,13 +318,16 @@ export async function checkBlock(block: DocBlock, sim: Simulator): Promise<strin
       cwd: home,
       timeoutMs: (block.commands.length * COMMAND_LIMIT_S + 10) * 1000,
       env: { ...vars, HOME: home, XDG_CACHE_HOME: cacheDir, PATH: `${queenctlOnPath()}:${process.env.PATH ?? ''}` },
+      exit: 0,
     });
+  } catch (error) {
+    // The kill timer, or a script that could not run: the runner's message quotes both streams.
+    return [`${block.file}:${block.line}: ${(error as Error).message}`];
   } finally {
     rmSync(home, { recursive: true, force: true });
   }
   const outcomes = splitOutcomes(block, result.stdout.replaceAll(sim.url, 'http://localhost:6632'));
   const problems: string[] = [];
-  if (result.killed) problems.push(`the block was still running after ${COMMAND_LIMIT_S} s a command: killed`);
   outcomes.forEach(({ command, code, output }, index) => {
     const where = `${block.file}:${command.line}: \`${command.text}\``;
     if (code === undefined) {
