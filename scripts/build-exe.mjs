@@ -408,7 +408,7 @@ function bundledPackages() {
     const file = ['LICENSE', 'LICENSE.md', 'license', 'LICENSE.txt', 'license.md'].find((candidate) =>
       existsSync(join(root, dir, candidate)),
     );
-    return { name: pkgName, version, license, licenseFile: file ? join(root, dir, file) : null };
+    return { name: pkgName, version, license, dir, licenseFile: file ? join(root, dir, file) : null };
   });
 }
 

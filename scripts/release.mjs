@@ -375,11 +375,11 @@ function copyright(build) {
       text(queenctlLicense.replace(/^MIT License\s*\n/, '').replace(/^Copyright.*\n/m, '')),
     ].join('\n'),
   ];
-  for (const { name, version: at, license, licenseFile } of build.packages) {
-    const body = licenseFile ? readFileSync(licenseFile, 'utf8') : `${license}`;
+  for (const { name, version: at, license, dir, licenseFile } of build.packages) {
+    const body = withCommonLicences(licenseFile ? readFileSync(licenseFile, 'utf8') : `${license}`);
     paragraphs.push(
       [
-        `Files: node_modules/${name}/*`,
+        `Files: ${dir.replaceAll('\\', '/')}/*`,
         `Copyright: ${notices(body, `the ${name} authors`)}`,
         `License: ${debianName(license)}`,
         text(body),
@@ -401,25 +401,26 @@ function copyright(build) {
       ' the licence of Node.js and of every library it builds in.',
     ].join('\n'),
   );
-  return `${paragraphs.join('\n\n')}\n`;
+  const written = `${paragraphs.join('\n\n')}\n`;
+  if (/TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION/.test(written))
+    throw new Error('a full Apache License 2.0 text was not recognised: the copyright file would carry it');
+  return written;
 }
 
 /**
- * Node.js's LICENSE with each full text of the Apache License 2.0 (LIEF's, OpenSSL's, simdjson's
- * ...) replaced by where Debian keeps it, as Debian policy asks of a copyright file (12.5).
+ * A licence text with each full text of the Apache License 2.0 in it (in Node.js's LICENSE:
+ * LIEF's, OpenSSL's, simdjson's ...; jsonpath-rfc9535's) replaced by where Debian keeps it, as
+ * Debian policy asks of a copyright file (12.5).
  */
 function withCommonLicences(text) {
   const apache =
-    /^([ \t]*)Apache License\s*\n\s*Version 2\.0, January 2004\s*\n[\s\S]*?END OF TERMS AND CONDITIONS[ \t]*$/gm;
-  const replaced = text.replace(
+    /^[ \t]*Apache License\s*\n\s*Version 2\.0, January 2004\s*\n[\s\S]*?END OF TERMS AND CONDITIONS[ \t]*$/gm;
+  return text.replace(
     apache,
     () =>
       `    Apache License, Version 2.0 (the full text, on Debian systems:\n` +
       `    /usr/share/common-licenses/Apache-2.0; elsewhere: https://www.apache.org/licenses/LICENSE-2.0)`,
   );
-  if (/TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION/.test(replaced))
-    throw new Error("a full Apache License 2.0 text in Node.js's LICENSE was not recognised");
-  return replaced;
 }
 
 /** The release's entry: the version, its commit and the Node.js it carries. */
