@@ -9,9 +9,9 @@
  * depends on time. The process tests that run against it: scripts/test-release.mjs.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { VERSION } from '../../src/version.js';
@@ -108,25 +108,34 @@ describe('the arm64 executable, under emulation', { skip }, () => {
 });
 
 describe('building for arm64 without the emulator', () => {
-  it('makes nothing, says what to install, and exits 1', async () => {
-    const out = mkdtempSync(join(scratch, 'build-'));
-    // A PATH with node and npm but no qemu-aarch64, and a prefix without the arm64 runtimes.
-    const result = await runProcess(
-      process.execPath,
-      [join(ROOT, 'scripts', 'build-exe.mjs'), '--target', 'linux-arm64'],
+  it('makes nothing, says what to install, and exits 1: no qemu-aarch64, or no arm64 runtimes', async () => {
+    // A PATH holding node alone: no qemu-aarch64 (the first case). Then the usual PATH, and a
+    // QEMU_LD_PREFIX without the arm64 C and C++ runtimes (the second).
+    const bin = mkdtempSync(join(scratch, 'bin-'));
+    symlinkSync(process.execPath, join(bin, 'node'));
+    const cases = [
+      { env: { PATH: bin }, lacks: /lacks qemu-aarch64 \(ENOENT\)/ },
       {
-        env: { PATH: dirname(process.execPath), QUEENCTL_EXE_OUT: out, QEMU_LD_PREFIX: join(scratch, 'no-runtimes') },
-        timeoutMs: 60_000,
+        env: { QEMU_LD_PREFIX: join(scratch, 'no-runtimes') },
+        lacks: /lacks \S+\/no-runtimes\/lib\/ld-linux-aarch64\.so\.1/,
       },
-    );
-    assert.equal(result.code, 1, result.stderr);
-    assert.match(result.stderr, /qemu-aarch64/);
-    assert.match(
-      result.stderr,
-      /apt-get install qemu-user libc6-arm64-cross libstdc\+\+6-arm64-cross libgcc-s1-arm64-cross/,
-    );
-    assert.match(result.stderr, /No executable was made/);
-    assert.equal(result.stdout, '');
-    assert.deepEqual(readdirSync(out), []);
+    ];
+    for (const { env, lacks } of cases) {
+      const out = mkdtempSync(join(scratch, 'build-'));
+      const result = await runProcess(
+        process.execPath,
+        [join(ROOT, 'scripts', 'build-exe.mjs'), '--target', 'linux-arm64'],
+        { env: { ...env, QUEENCTL_EXE_OUT: out }, timeoutMs: 60_000 },
+      );
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(result.stderr, lacks);
+      assert.match(
+        result.stderr,
+        /apt-get install qemu-user libc6-arm64-cross libstdc\+\+6-arm64-cross libgcc-s1-arm64-cross/,
+      );
+      assert.match(result.stderr, /No executable was made/);
+      assert.equal(result.stdout, '');
+      assert.deepEqual(readdirSync(out), []);
+    }
   });
 });

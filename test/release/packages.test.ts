@@ -179,6 +179,7 @@ describe('the .debs', { skip }, () => {
       const tail = await runProcess('sh', ['-c', 'tar -xOf "$1" ./usr/bin/queenctl | tail -c 8', 'sh', tarball], {
         timeoutMs: 120_000,
       });
+      assert.equal(tail.code, 0, tail.stderr);
       assert.equal(tail.stdout, 'QCTLCC01', 'the executable keeps the code caches appended to it: not stripped');
       const copyright = await ok('tar', ['-xOf', tarball, './usr/share/doc/queenctl/copyright']);
       assert.match(
@@ -217,6 +218,7 @@ describe('the .debs', { skip }, () => {
         new RegExp(`^queenctl ${VERSION.replaceAll('.', '\\.')} .*linux-x64 standalone build`),
       );
       const onPath = await runProcess('sh', ['-c', 'command -v queenctl'], { timeoutMs: 30_000 });
+      assert.equal(onPath.code, 0, onPath.stderr);
       assert.equal(onPath.stdout.trim(), '/usr/bin/queenctl');
       const page = await tool('man', ['-w', 'queenctl-lease-extend'], 60_000);
       assert.equal(page.code, 0, page.stderr);
