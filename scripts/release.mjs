@@ -61,8 +61,12 @@ function fail(message) {
 
 const release = join(root, 'dist', 'release');
 const partial = join(root, 'dist', `release.partial-${process.pid}`);
-// A release from an earlier run must not pass for this one's if this one fails.
+// A release from an earlier run must not pass for this one's if this one fails; nor stay what an
+// interrupted run left.
 rmSync(release, { recursive: true, force: true });
+if (existsSync(join(root, 'dist')))
+  for (const left of readdirSync(join(root, 'dist')).filter((name) => name.startsWith('release.partial-')))
+    rmSync(join(root, 'dist', left), { recursive: true, force: true });
 
 const host = `${process.platform}-${process.arch}`;
 if (host !== 'linux-x64')
