@@ -1,4 +1,5 @@
-// `npm run build:exe`: the standalone executable for the platform this runs on, a Node.js single
+// `npm run build:exe`: the standalone executable for the platform this runs on (or, with
+// `--target linux-arm64` on linux-x64, for arm64 under user-mode emulation), a Node.js single
 // executable application (node:sea) carrying the bundled CLI with the code caches it made of
 // itself, and its release archive with SHA256SUMS. How and why: docs/standalone.md. Plain JS: it runs before
 // anything is compiled.
@@ -11,6 +12,14 @@
 // node-<os>-<arch>, at the exact version pinned in package.json (config.standaloneNode), fetched
 // once into node_modules/.cache/queenctl-exe/. QUEENCTL_EXE_NODE=<path> uses a binary already
 // there instead (CI's Node 24), only when it is that exact version.
+//
+// Another target (only linux-arm64, built on linux-x64) goes to dist/exe-<target>/ unless
+// QUEENCTL_EXE_OUT says otherwise. Its code caches must be recorded by the arm64 executable itself
+// (V8 rejects a cache made on x64: "read-only snapshot checksum mismatch"), so every run of the
+// target's Node.js or of the executable goes through qemu-aarch64 (Debian's qemu-user) with the
+// arm64 C and C++ runtimes of libc6-arm64-cross, libstdc++6-arm64-cross and libgcc-s1-arm64-cross
+// (QEMU_LD_PREFIX, /usr/aarch64-linux-gnu by default). Without them the build says what to
+// install and exits 1: never an executable without its caches.
 import { build } from 'esbuild';
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -21,6 +30,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   renameSync,
@@ -84,9 +94,20 @@ const chunked = {
 };
 
 const host = `${process.platform}-${process.arch}`;
-// Only for the test of this refusal: the code caches are made by running the executable, which
-// has to run here, so a build is always for the platform it runs on.
-const platform = process.env.QUEENCTL_EXE_PLATFORM || host;
+// The code caches are made by running the executable, which has to run here: natively, or for
+// linux-arm64 on linux-x64 under user-mode emulation (EMULATED). QUEENCTL_EXE_PLATFORM: the same,
+// for the test of the refusal.
+const targetArg = process.argv.indexOf('--target');
+const platform = (targetArg > 0 ? process.argv[targetArg + 1] : undefined) || process.env.QUEENCTL_EXE_PLATFORM || host;
+/** The targets built here under emulation: how to run their binaries, and what that needs. */
+const EMULATED = {
+  'linux-x64>linux-arm64': {
+    qemu: 'qemu-aarch64',
+    prefix: process.env.QEMU_LD_PREFIX || '/usr/aarch64-linux-gnu',
+    libraries: ['lib/ld-linux-aarch64.so.1', 'lib/libc.so.6', 'lib/libstdc++.so.6', 'lib/libgcc_s.so.1'],
+    packages: ['qemu-user', 'libc6-arm64-cross', 'libstdc++6-arm64-cross', 'libgcc-s1-arm64-cross'],
+  },
+};
 
 function fail(message) {
   process.stderr.write(`build:exe: ${message}\n`);
@@ -99,11 +120,18 @@ if (!PLATFORMS.includes(platform))
     `no Node.js release package for ${platform} (node-${platform} on the npm registry) that can carry queenctl;` +
       ` executables are built on ${PLATFORMS.join(', ')}`,
   );
-if (platform !== host) fail(`cannot build for ${platform} on ${host}: build on a ${platform} machine`);
+const emulation = platform === host ? null : EMULATED[`${host}>${platform}`];
+if (emulation === undefined)
+  fail(
+    `cannot build for ${platform} on ${host}: build on a ${platform} machine` +
+      ` (only linux-arm64 is built elsewhere: on linux-x64, under emulation)`,
+  );
+if (emulation) checkEmulator(emulation);
 
 const name = `queenctl-${pkg.version}-${platform}`;
-// QUEENCTL_EXE_OUT: another directory (the build's own tests, which must not replace dist/exe).
-const exeDir = process.env.QUEENCTL_EXE_OUT || join(root, 'dist', 'exe');
+// QUEENCTL_EXE_OUT: another directory (the build's own tests, which must not replace dist/exe; the
+// release). Another target's build never replaces the host's.
+const exeDir = process.env.QUEENCTL_EXE_OUT || join(root, 'dist', emulation ? `exe-${platform}` : 'exe');
 const outDir = join(exeDir, name);
 const exe = join(outDir, 'queenctl');
 const archive = join(exeDir, `${name}.tar.gz`);
@@ -123,7 +151,10 @@ say(`Node.js ${nodeVersion}: ${relative(root, node) || node}`);
 const bundle = join(work, 'queenctl-sea.cjs');
 const codeCacheToken = randomBytes(16).toString('hex');
 // What node:http says of the embedded Node.js with no options, as the executable runs it.
-const maxHeaderSize = execFileSync(node, ['-p', "require('node:http').maxHeaderSize"], { encoding: 'utf8', env: {} });
+const maxHeaderSize = execFileSync(...onTarget(node, ['-p', "require('node:http').maxHeaderSize"]), {
+  encoding: 'utf8',
+  env: targetEnv({}),
+});
 const common = {
   bundle: true,
   platform: 'node',
@@ -169,7 +200,7 @@ collect(
     ...chunkWrapper,
     plugins: [chunked, lazyCommanderChildProcess],
     define: {
-      QUEENCTL_BUILD_INFO: JSON.stringify({ commit: gitCommit(), date: buildDate(), standalone: true }),
+      QUEENCTL_BUILD_INFO: JSON.stringify({ commit: gitCommit(), date: buildDate(), standalone: true, platform }),
     },
   }),
 );
@@ -211,7 +242,8 @@ writeFileSync(
   }),
 );
 try {
-  run(node, ['--experimental-sea-config', seaConfig], 'making the blob', { cwd: work });
+  // By the target's Node.js: the blob holds the entry's code cache.
+  run(...onTarget(node, ['--experimental-sea-config', seaConfig]), 'making the blob', { cwd: work });
 } catch (error) {
   fail(`${error.message}\nno executable was made`);
 }
@@ -230,7 +262,7 @@ try {
   // Signed again after the code caches are appended. Untested here (no macOS machine):
   // docs/standalone.md, "Platforms".
   if (process.platform === 'darwin') run('codesign', ['--sign', '-', partial], 'signing');
-  const check = spawnSync(partial, ['--version'], { env: {}, encoding: 'utf8' });
+  const check = spawnSync(...onTarget(partial, ['--version']), { env: targetEnv({}), encoding: 'utf8' });
   if (check.status !== 0 || check.stdout !== `${pkg.version}\n`)
     throw new Error(
       `the injected executable does not run as queenctl: \`--version\` exited ${check.status} ` +
@@ -258,10 +290,21 @@ for (const [shell, file] of [
   ['fish', 'queenctl.fish'],
 ]) {
   try {
-    writeFileSync(join(outDir, 'completions', file), run(exe, ['completion', shell], `the ${shell} completion`));
+    writeFileSync(
+      join(outDir, 'completions', file),
+      run(...onTarget(exe, ['completion', shell]), `the ${shell} completion`),
+    );
   } catch (error) {
     fail(error.message);
   }
+}
+// The man pages `npm run build` wrote (dist/man), when there are any: `npm run release` requires them.
+const manPages = existsSync(join(root, 'dist', 'man'))
+  ? readdirSync(join(root, 'dist', 'man')).filter((file) => file.endsWith('.1'))
+  : [];
+if (manPages.length > 0) {
+  mkdirSync(join(outDir, 'man', 'man1'), { recursive: true });
+  for (const page of manPages) copyFileSync(join(root, 'dist', 'man', page), join(outDir, 'man', 'man1', page));
 }
 const gnuTar = /GNU tar/.test(spawnSync('tar', ['--version'], { encoding: 'utf8' }).stdout ?? '');
 try {
@@ -286,7 +329,55 @@ writeFileSync(sums, `${createHash('sha256').update(readFileSync(archive)).digest
 say(`${relative(root, archive)}: ${(statSync(archive).size / 1e6).toFixed(1)} MB; ${relative(root, sums)}`);
 
 // What was built, for `npm run test:exe` and `npm run bench` (scripts/test-exe.mjs, bench-exe.ts).
-writeFileSync(join(exeDir, 'build.json'), `${JSON.stringify({ exe, archive, sums, node, nodeVersion }, null, 2)}\n`);
+writeFileSync(
+  join(exeDir, 'build.json'),
+  `${JSON.stringify(
+    {
+      exe,
+      archive,
+      sums,
+      node,
+      nodeVersion,
+      platform,
+      emulator: emulation ? emulatorOf(emulation) : null,
+      // For the release's packages (scripts/release.mjs): their copyright file.
+      nodeLicense: join(dirname(dirname(node)), 'LICENSE'),
+      packages: bundledPackages(),
+    },
+    null,
+    2,
+  )}\n`,
+);
+
+/** How `file` of the target runs here: itself, or under the emulator. */
+function onTarget(file, args) {
+  return emulation ? [emulation.qemu, [file, ...args]] : [file, args];
+}
+
+/** `env` with what the emulator needs (where the target's C and C++ runtimes are). */
+function targetEnv(env) {
+  return emulation ? { ...env, QEMU_LD_PREFIX: emulation.prefix } : env;
+}
+
+/** For whoever runs the executable afterwards (the release's tests): the command and its env. */
+function emulatorOf(target) {
+  return { command: target.qemu, env: { QEMU_LD_PREFIX: target.prefix } };
+}
+
+/** The emulator and the target's runtimes are there, or the build says what to install. */
+function checkEmulator(target) {
+  const missing = [];
+  const qemu = spawnSync(target.qemu, ['--version'], { encoding: 'utf8' });
+  if (qemu.status !== 0) missing.push(`${target.qemu} (${qemu.error?.code ?? `exit ${qemu.status}`})`);
+  for (const library of target.libraries)
+    if (!existsSync(join(target.prefix, library))) missing.push(join(target.prefix, library));
+  if (missing.length > 0)
+    fail(
+      `building for ${platform} on ${host} runs its Node.js under user-mode emulation, and this machine lacks ` +
+        `${missing.join(', ')}.\nInstall them (Debian, Ubuntu): sudo apt-get install ${target.packages.join(' ')}` +
+        `\n(QEMU_LD_PREFIX names another root of the ${platform} runtimes.) No executable was made.`,
+    );
+}
 
 /**
  * The licences of what the executable carries besides queenctl: Node.js (whose LICENSE lists
@@ -296,20 +387,29 @@ function thirdPartyLicenses() {
   const parts = [];
   const nodeLicense = join(dirname(dirname(node)), 'LICENSE');
   if (existsSync(nodeLicense)) parts.push(`Node.js ${nodeVersion}\n\n${readFileSync(nodeLicense, 'utf8')}`);
+  for (const { name: pkgName, version, license, licenseFile } of bundledPackages())
+    parts.push(
+      `${pkgName} ${version}\n\n${
+        licenseFile ? readFileSync(licenseFile, 'utf8') : `${license} (no licence file in the package)`
+      }`,
+    );
+  return `${parts.join(`\n${'-'.repeat(72)}\n\n`)}\n`;
+}
+
+/** Each npm package bundled into the executable: its name, version, licence and licence file. */
+function bundledPackages() {
   const packages = new Set();
   for (const input of bundled) {
     const match = /^(.*node_modules[\\/](?:@[^\\/]+[\\/])?[^\\/]+)[\\/]/.exec(input);
     if (match) packages.add(match[1]);
   }
-  for (const dir of [...packages].sort()) {
+  return [...packages].sort().map((dir) => {
     const { name: pkgName, version, license } = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
     const file = ['LICENSE', 'LICENSE.md', 'license', 'LICENSE.txt', 'license.md'].find((candidate) =>
       existsSync(join(root, dir, candidate)),
     );
-    const text = file ? readFileSync(join(root, dir, file), 'utf8') : `${license} (no licence file in the package)`;
-    parts.push(`${pkgName} ${version}\n\n${text}`);
-  }
-  return `${parts.join(`\n${'-'.repeat(72)}\n\n`)}\n`;
+    return { name: pkgName, version, license, dir, licenseFile: file ? join(root, dir, file) : null };
+  });
 }
 
 /**
@@ -348,9 +448,13 @@ async function appendCodeCaches(file) {
     ]) {
       await new Promise((resolve, reject) => {
         const run = execFile(
-          file,
-          argv,
-          { env: { QUEEN_CONFIG: configFile, QUEENCTL_EXE_RECORD_CODE_CACHE: `${codeCacheToken}:${recorded}` } },
+          ...onTarget(file, argv),
+          {
+            env: targetEnv({
+              QUEEN_CONFIG: configFile,
+              QUEENCTL_EXE_RECORD_CODE_CACHE: `${codeCacheToken}:${recorded}`,
+            }),
+          },
           (error, stdout, stderr) =>
             error
               ? reject(new Error(`the code cache run \`${argv.join(' ')}\` failed: ${error.message}\n${stderr}`))
@@ -399,20 +503,24 @@ function embeddedNode() {
   mkdirSync(dirname(cache), { recursive: true });
   // Into a fresh directory, renamed when complete: an interrupted fetch is never taken as done.
   const fetching = mkdtempSync(`${cache}.partial-`);
-  const npm = spawnSync(
-    'npm',
-    [
-      'install',
-      '--prefix',
-      fetching,
-      '--no-save',
-      '--no-package-lock',
-      '--ignore-scripts',
-      '--no-audit',
-      '--no-fund',
-    ].concat(`${pkgName}@${nodeVersion}`),
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  // Another CPU's package is refused by `npm install` (EBADPLATFORM): its tarball is fetched
+  // with `npm pack` and unpacked where `npm install` would have put it.
+  const npm = emulation
+    ? packed(pkgName, fetching)
+    : spawnSync(
+        'npm',
+        [
+          'install',
+          '--prefix',
+          fetching,
+          '--no-save',
+          '--no-package-lock',
+          '--ignore-scripts',
+          '--no-audit',
+          '--no-fund',
+        ].concat(`${pkgName}@${nodeVersion}`),
+        { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+      );
   if (npm.status !== 0) {
     rmSync(fetching, { recursive: true, force: true });
     const missing = /E404|ETARGET|EBADPLATFORM/.test(npm.stderr);
@@ -428,16 +536,37 @@ function embeddedNode() {
   return binary;
 }
 
+/** `npm pack` of the package, unpacked into `dir`/node_modules/`pkgName`: spawnSync's result. */
+function packed(pkgName, dir) {
+  const spec = `${pkgName}@${nodeVersion}`;
+  const pack = spawnSync('npm', ['pack', '--json', '--pack-destination', dir, spec], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  if (pack.status !== 0) return pack;
+  const into = join(dir, 'node_modules', pkgName);
+  mkdirSync(into, { recursive: true });
+  const [{ filename }] = JSON.parse(pack.stdout);
+  return spawnSync('tar', ['-xzf', join(dir, filename), '-C', into, '--strip-components=1'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
 function versionOf(binary) {
   try {
-    return execFileSync(binary, ['--version'], { encoding: 'utf8', env: {} }).trim();
+    return execFileSync(...onTarget(binary, ['--version']), { encoding: 'utf8', env: targetEnv({}) }).trim();
   } catch (error) {
     return `no version (${error.message.split('\n')[0]})`;
   }
 }
 
 function run(command, args, what, options = {}) {
-  const ran = spawnSync(command, args, { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, ...options });
+  const ran = spawnSync(command, args, {
+    encoding: 'utf8',
+    env: targetEnv({ PATH: process.env.PATH ?? '' }),
+    ...options,
+  });
   if (ran.status !== 0) {
     const output = `${ran.stdout ?? ''}${ran.stderr ?? ''}`.trim() || String(ran.error ?? `signal ${ran.signal}`);
     throw Object.assign(new Error(`${what} failed: ${command} ${args.join(' ')}\n${output}`), { output });

@@ -11,9 +11,21 @@ export interface BuildInfo {
   date: string | null;
   /** True in the standalone executable (node:sea); false in the npm package. */
   standalone: boolean;
+  /**
+   * `<os>-<arch>` as Node.js names them: in the standalone executable, the platform it was built
+   * for (linux-arm64, linux-x64); in the npm package, which runs wherever Node.js does, the one it
+   * runs on.
+   */
+  platform: string;
 }
 
-declare const QUEENCTL_BUILD_INFO: BuildInfo | undefined;
+declare const QUEENCTL_BUILD_INFO: (Omit<BuildInfo, 'platform'> & { platform?: string }) | undefined;
 
-export const BUILD_INFO: BuildInfo =
-  typeof QUEENCTL_BUILD_INFO === 'undefined' ? { commit: null, date: null, standalone: false } : QUEENCTL_BUILD_INFO;
+const given = typeof QUEENCTL_BUILD_INFO === 'undefined' ? undefined : QUEENCTL_BUILD_INFO;
+export const BUILD_INFO: BuildInfo = {
+  commit: given?.commit ?? null,
+  date: given?.date ?? null,
+  standalone: given?.standalone ?? false,
+  // The npm package's build (scripts/bundle.mjs) names no platform: it is where it runs.
+  platform: given?.platform ?? `${process.platform}-${process.arch}`,
+};

@@ -71,8 +71,16 @@ export function loadChunk(name: string): ChunkExports {
     filename: `queenctl:${name}.js`,
     cachedData,
   });
-  if (cachedData && script.cachedDataRejected && process.env.QUEENCTL_DEBUG)
-    process.stderr.write(`queenctl: the code cache of ${name} was rejected: compiled from source\n`);
+  // What a packager or a test needs to know of each chunk: did V8 take the cache made at build
+  // time (a cache made on another CPU is refused: docs/standalone.md, "Platforms").
+  if (process.env.QUEENCTL_DEBUG && !recording)
+    process.stderr.write(
+      cachedData === undefined
+        ? `queenctl: no code cache of ${name} (${key}): compiled from source\n`
+        : script.cachedDataRejected
+          ? `queenctl: the code cache of ${name} (${key}) was rejected: compiled from source\n`
+          : `queenctl: the code cache of ${name} (${key}) was accepted\n`,
+    );
   const module = { exports: {} as ChunkExports };
   const requireInChunk = (id: string): unknown => (id === CHUNKS_MODULE_ID ? self : requireBuiltin(id));
   (script.runInThisContext() as (m: typeof module, e: ChunkExports, r: (id: string) => unknown) => void)(

@@ -31,7 +31,8 @@ export function versionCommand(globals: GlobalContext, build: Build): Command {
       'after',
       `
 The first line names this build: its version, the commit and build date when the build knows them
-(- otherwise), and the Node.js it runs on (in the standalone build, the one built into it). Without
+(- otherwise), the platform (the standalone build: the one it was built for; the npm package: the
+one it runs on), and the Node.js it runs on (in the standalone build, the one built into it). Without
 --short, version then asks the broker of the context in force (GET /health, no token needed) and
 prints its version, status and database, and the context's name and server. --timeout is 5s
 unless given. -o json prints the same as one object.
@@ -82,16 +83,30 @@ function textUnlessAsked(format: OutputFormat | null, outputGiven: boolean): Out
   return outputGiven || format === null ? format : 'table';
 }
 
-/** The first line: `queenctl 0.1.0 (commit 2c3f314, built 2026-12-03T09:14:00Z, node v20.20.2)`. */
+/**
+ * The first line: `queenctl 0.1.0 (commit 2c3f314, built 2026-12-03T09:14:00Z, npm package on
+ * linux-x64, node v20.20.2)`; the standalone build names the platform it was built for:
+ * `linux-arm64 standalone build, node v24.22.3 built in`. `node <version>` stays last.
+ */
 export function versionLine(build: Build): string {
-  const { commit, date, standalone } = build.info;
-  const node = standalone ? `standalone build, node ${build.node} built in` : `node ${build.node}`;
+  const { commit, date, standalone, platform } = build.info;
+  const node = standalone
+    ? `${platform} standalone build, node ${build.node} built in`
+    : `npm package on ${platform}, node ${build.node}`;
   return `queenctl ${build.version} (commit ${commit ?? '-'}, built ${date ?? '-'}, ${node})`;
 }
 
 /** `version -o json`: `queenctl` always; `broker` and `context` without --short. */
 export interface VersionRecord {
-  queenctl: { version: string; commit: string | null; buildDate: string | null; node: string; standalone: boolean };
+  queenctl: {
+    version: string;
+    commit: string | null;
+    buildDate: string | null;
+    node: string;
+    standalone: boolean;
+    /** BuildInfo.platform: built for (standalone), runs on (npm package). */
+    platform: string;
+  };
   broker?: { version: string | null; status: string; database: string | null; server: string } | null;
   context?: { name: string | null; server: string };
   /** Why `broker` is null: it could not be reached. */
@@ -99,8 +114,8 @@ export interface VersionRecord {
 }
 
 function queenctlRecord(build: Build): VersionRecord['queenctl'] {
-  const { commit, date, standalone } = build.info;
-  return { version: build.version, commit, buildDate: date, node: build.node, standalone };
+  const { commit, date, standalone, platform } = build.info;
+  return { version: build.version, commit, buildDate: date, node: build.node, standalone, platform };
 }
 
 async function printRecord(stdout: Runtime['io']['stdout'], format: OutputFormat, record: VersionRecord) {

@@ -153,7 +153,10 @@ describe('version', () => {
     sim.resetLog();
     const result = await queenctl(['version', '--short']);
     assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, /^queenctl \d+\.\d+\.\d+ \(commit \S+, built \S+, node v\d+\.\d+\.\d+\)\n$/);
+    assert.match(
+      result.stdout,
+      /^queenctl \d+\.\d+\.\d+ \(commit \S+, built \S+, npm package on \w+-\w+, node v\d+\.\d+\.\d+\)\n$/,
+    );
     assert.deepEqual(sim.log, []);
   });
 

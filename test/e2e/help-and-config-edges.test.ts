@@ -116,9 +116,13 @@ describe('queenctl help <group> <verb>', { concurrency: true }, () => {
   it("version --short prints queenctl's version, commit, build date and Node's, in a pipe too", async () => {
     const result = await cli(['version', '--short']);
     const node = process.version.replaceAll('.', '\\.');
+    // The npm package names the platform it runs on.
+    const platform = `npm package on ${process.platform}-${process.arch}`;
     assert.match(
       result.stdout,
-      new RegExp(`^queenctl \\d+\\.\\d+\\.\\d+ \\(commit ([0-9a-f]+|-), built (\\S+Z|-), node ${node}\\)\\n$`),
+      new RegExp(
+        `^queenctl \\d+\\.\\d+\\.\\d+ \\(commit ([0-9a-f]+|-), built (\\S+Z|-), ${platform}, node ${node}\\)\\n$`,
+      ),
     );
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Health } from '../../src/broker/health.js';
+import { BUILD_INFO } from '../../src/build-info.js';
 import { type Build, runVersion, runVersionShort, versionLine } from '../../src/commands/version.js';
 import { BrokerError, UsageError } from '../../src/exit.js';
 import { resolveFormat } from '../../src/output/format.js';
@@ -8,11 +9,15 @@ import { bufferIO, FakeClock } from '../support/fakes.js';
 
 const npm: Build = {
   version: '0.1.0',
-  info: { commit: '2c3f314', date: '2026-12-03T09:14:00Z', standalone: false },
+  info: { commit: '2c3f314', date: '2026-12-03T09:14:00Z', standalone: false, platform: 'linux-x64' },
   node: 'v20.20.2',
 };
-const unknown: Build = { ...npm, info: { commit: null, date: null, standalone: false } };
-const standalone: Build = { ...npm, info: { ...npm.info, standalone: true }, node: 'v24.11.0' };
+const unknown: Build = { ...npm, info: { commit: null, date: null, standalone: false, platform: 'linux-x64' } };
+const standalone: Build = {
+  ...npm,
+  info: { ...npm.info, standalone: true, platform: 'linux-arm64' },
+  node: 'v24.11.0',
+};
 
 const healthy: Health = {
   status: 'healthy',
@@ -42,12 +47,20 @@ const context = { name: 'prod', server: 'http://broker:6632' };
 
 describe('version: the first line', () => {
   it('names the version, commit, build date and Node; - for what the build does not know', () => {
-    assert.equal(versionLine(npm), 'queenctl 0.1.0 (commit 2c3f314, built 2026-12-03T09:14:00Z, node v20.20.2)');
-    assert.equal(versionLine(unknown), 'queenctl 0.1.0 (commit -, built -, node v20.20.2)');
+    assert.equal(
+      versionLine(npm),
+      'queenctl 0.1.0 (commit 2c3f314, built 2026-12-03T09:14:00Z, npm package on linux-x64, node v20.20.2)',
+    );
+    assert.equal(versionLine(unknown), 'queenctl 0.1.0 (commit -, built -, npm package on linux-x64, node v20.20.2)');
   });
 
-  it('says when it is the standalone build carrying its own Node.js', () => {
-    assert.match(versionLine(standalone), /standalone build, node v24\.11\.0 built in\)$/);
+  it('says when it is the standalone build carrying its own Node.js, and the platform it was built for', () => {
+    assert.match(versionLine(standalone), /, linux-arm64 standalone build, node v24\.11\.0 built in\)$/);
+  });
+
+  it('the npm package names the platform it runs on (BUILD_INFO unbundled: this process)', () => {
+    assert.equal(BUILD_INFO.standalone, false);
+    assert.equal(BUILD_INFO.platform, `${process.platform}-${process.arch}`);
   });
 });
 
@@ -65,6 +78,7 @@ describe('version --short', () => {
         buildDate: '2026-12-03T09:14:00Z',
         node: 'v20.20.2',
         standalone: false,
+        platform: 'linux-x64',
       },
     });
   });
@@ -120,6 +134,7 @@ describe('version, asking the broker', () => {
         buildDate: '2026-12-03T09:14:00Z',
         node: 'v20.20.2',
         standalone: false,
+        platform: 'linux-x64',
       },
       broker: { version: '1.0.0', status: 'healthy', database: 'connected', server: 'http://broker:6632' },
       context,

@@ -1,0 +1,289 @@
+/**
+ * The release (`npm run release`, scripts/release.mjs, docs/install.md) as operators get it, from
+ * dist/release/: run by `npm run test:release` after it, left out of `npm test`.
+ *
+ * - SHA256SUMS covers every file, and `sha256sum -c` accepts them;
+ * - each archive holds the executable, licences, README, completions and every man page;
+ * - both .debs: lintian finds nothing (what it would say and is meant is overridden with its
+ *   reason: packaging/lintian-overrides), the control fields, a DEP-5 copyright;
+ * - the amd64 .deb installs with dpkg -i: queenctl runs, man finds its pages, bash loads its
+ *   completion, and dpkg -r leaves none of its files (as root, as CI runs);
+ * - both .rpms: the same files as the .deb, the right arch, version and licence, `rpm -K` passes.
+ *
+ * Every process has a time limit and its exit code asserted. lintian reads a 120 MB executable:
+ * its limit is generous.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { VERSION } from '../../src/version.js';
+import { type CliResult, runProcess } from '../support/cli.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const RELEASE = join(ROOT, 'dist', 'release');
+const MAN = join(ROOT, 'dist', 'man');
+const TARGETS = [
+  { platform: 'linux-x64', deb: 'amd64', rpm: 'x86_64', machine: 'x86-64' },
+  { platform: 'linux-arm64', deb: 'arm64', rpm: 'aarch64', machine: 'aarch64' },
+] as const;
+const archive = (platform: string) => `queenctl-${VERSION}-${platform}.tar.gz`;
+const deb = (arch: string) => `queenctl_${VERSION}-1_${arch}.deb`;
+const rpm = (arch: string) => `queenctl-${VERSION}-1.${arch}.rpm`;
+const skip = existsSync(join(RELEASE, 'SHA256SUMS'))
+  ? false
+  : 'no dist/release/SHA256SUMS: run `npm run release` first';
+const isRoot = process.getuid?.() === 0;
+
+/** A tool run to completion within `timeoutMs`, in the release directory. */
+async function tool(command: string, args: string[], timeoutMs = 120_000): Promise<CliResult> {
+  const result = await runProcess(command, args, { cwd: RELEASE, timeoutMs });
+  assert.equal(result.killed, false, `${command} ${args.join(' ')} did not end within ${timeoutMs} ms`);
+  return result;
+}
+async function ok(command: string, args: string[], timeoutMs?: number): Promise<string> {
+  const result = await tool(command, args, timeoutMs);
+  assert.equal(result.code, 0, `${command} ${args.join(' ')} exited ${result.code}\n${result.stdout}${result.stderr}`);
+  return result.stdout;
+}
+
+/** The regular files of a .deb, as installed paths, without Debian's lintian overrides. */
+async function debFiles(file: string): Promise<string[]> {
+  const names = await ok('tar', ['-tvf', await fsysTar(file)]);
+  return names
+    .split('\n')
+    .filter((line) => line.startsWith('-'))
+    .map((line) => line.split(/\s+/).slice(5).join(' ').replace(/^\./, ''))
+    .filter((path) => path !== '/usr/share/lintian/overrides/queenctl')
+    .sort();
+}
+/** `<path> <sha256>` of each file of a .deb (as RPM's FILEDIGESTS gives them, SHA-256). */
+async function debDigests(file: string): Promise<string[]> {
+  const out = join(scratch, `${file}.tree`);
+  if (!existsSync(out)) await ok('dpkg-deb', ['--extract', file, out], 300_000);
+  const files = await debFiles(file);
+  return files
+    .map(
+      (path) =>
+        `${path} ${createHash('sha256')
+          .update(readFileSync(join(out, path)))
+          .digest('hex')}`,
+    )
+    .sort();
+}
+let scratch: string;
+/** The data tarball of a .deb, extracted to a file (dpkg-deb --fsys-tarfile). */
+async function fsysTar(file: string): Promise<string> {
+  const out = join(scratch, `${file}.tar`);
+  if (!existsSync(out)) {
+    const result = await runProcess('sh', ['-c', `dpkg-deb --fsys-tarfile "$1" > "$2"`, 'sh', file, out], {
+      cwd: RELEASE,
+      timeoutMs: 120_000,
+    });
+    assert.equal(result.code, 0, result.stderr);
+  }
+  return out;
+}
+
+before(() => {
+  scratch = mkdtempSync(join(tmpdir(), 'queenctl-release-test-'));
+});
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe('the release directory', { skip }, () => {
+  it('holds the two archives, two .debs, two .rpms and SHA256SUMS over each, which sha256sum -c accepts', async () => {
+    const expected = TARGETS.flatMap((t) => [archive(t.platform), deb(t.deb), rpm(t.rpm)]).sort();
+    assert.deepEqual(readdirSync(RELEASE).sort(), [...expected, 'SHA256SUMS'].sort());
+    const sums = readFileSync(join(RELEASE, 'SHA256SUMS'), 'utf8');
+    assert.deepEqual(
+      sums
+        .trim()
+        .split('\n')
+        .map((line) => line.split(/\s+/)[1]),
+      expected,
+    );
+    const checked = await ok('sha256sum', ['-c', 'SHA256SUMS']);
+    assert.equal(
+      checked
+        .trim()
+        .split('\n')
+        .filter((line) => line.endsWith(': OK')).length,
+      expected.length,
+    );
+  });
+
+  it('each archive holds the executable, LICENSE, THIRD-PARTY-LICENSES, README, completions, man pages', async () => {
+    const pages = readdirSync(MAN).filter((file) => file.endsWith('.1'));
+    assert.ok(pages.length > 0, 'dist/man has the pages the build wrote');
+    for (const { platform } of TARGETS) {
+      const top = `queenctl-${VERSION}-${platform}`;
+      const names = (await ok('tar', ['-tzf', archive(platform)])).trim().split('\n').sort();
+      const want = [
+        'queenctl',
+        'LICENSE',
+        'THIRD-PARTY-LICENSES',
+        'README.md',
+        'completions/queenctl.bash',
+        'completions/_queenctl',
+        'completions/queenctl.fish',
+        ...pages.map((page) => `man/man1/${page}`),
+      ];
+      for (const name of want) assert.ok(names.includes(`${top}/${name}`), `${archive(platform)} lacks ${name}`);
+    }
+  });
+});
+
+describe('the .debs', { skip }, () => {
+  for (const target of TARGETS) {
+    it(`${deb(target.deb)}: lintian reports nothing that is not overridden with its reason`, async () => {
+      const result = await tool(
+        'lintian',
+        ['--fail-on', 'error,warning', '--no-tag-display-limit', '--display-level', '>=warning', deb(target.deb)],
+        600_000,
+      );
+      assert.equal(result.code, 0, `lintian exited ${result.code}\n${result.stdout}${result.stderr}`);
+      assert.doesNotMatch(result.stdout, /^[EW]: /m, result.stdout);
+    });
+
+    it(`${deb(target.deb)}: control fields, the files where each shell and man look, a DEP-5 copyright`, async () => {
+      const field = async (name: string) => (await ok('dpkg-deb', ['--field', deb(target.deb), name])).trim();
+      assert.equal(await field('Package'), 'queenctl');
+      assert.equal(await field('Version'), `${VERSION}-1`);
+      assert.equal(await field('Architecture'), target.deb);
+      assert.match(await field('Maintainer'), /^.+ <[^>]+@[^>]+>$/);
+      assert.match(await field('Homepage'), /^https:\/\//);
+      assert.match(await field('Description'), /Queen MQ/);
+      const depends = await field('Depends');
+      for (const runtime of ['libc6', 'libgcc-s1', 'libstdc\\+\\+6'])
+        assert.match(depends, new RegExp(`(^|, )${runtime} \\(>= [\\d.]+\\)`), depends);
+      const files = await debFiles(deb(target.deb));
+      const pages = readdirSync(MAN)
+        .filter((file) => file.endsWith('.1'))
+        .map((page) => `/usr/share/man/man1/${page}.gz`);
+      assert.deepEqual(
+        files,
+        [
+          '/usr/bin/queenctl',
+          '/usr/share/bash-completion/completions/queenctl',
+          '/usr/share/doc/queenctl/changelog.Debian.gz',
+          '/usr/share/doc/queenctl/copyright',
+          '/usr/share/fish/vendor_completions.d/queenctl.fish',
+          ...pages,
+          '/usr/share/zsh/vendor-completions/_queenctl',
+        ].sort(),
+      );
+      const tarball = await fsysTar(deb(target.deb));
+      const tail = await runProcess('sh', ['-c', 'tar -xOf "$1" ./usr/bin/queenctl | tail -c 8', 'sh', tarball], {
+        timeoutMs: 120_000,
+      });
+      assert.equal(tail.code, 0, tail.stderr);
+      assert.equal(tail.stdout, 'QCTLCC01', 'the executable keeps the code caches appended to it: not stripped');
+      const copyright = await ok('tar', ['-xOf', tarball, './usr/share/doc/queenctl/copyright']);
+      assert.match(
+        copyright,
+        /^Format: https:\/\/www\.debian\.org\/doc\/packaging-manuals\/copyright-format\/1\.0\/$/m,
+      );
+      assert.match(copyright, /^Files: \*\nCopyright: .+\nLicense: Expat$/m);
+      assert.match(copyright, new RegExp(`^Files: node-${target.platform}/\\*$`, 'm'));
+      for (const bundled of ['commander', 'undici', 'yaml'])
+        assert.match(copyright, new RegExp(`^Files: node_modules/${bundled}/\\*$`, 'm'));
+      // The executable is an ELF file for its CPU.
+      const exe = await runProcess(
+        'sh',
+        ['-c', `tar -xOf "$1" ./usr/bin/queenctl | head -c 20 | od -An -tx1`, 'sh', tarball],
+        {
+          timeoutMs: 60_000,
+        },
+      );
+      assert.equal(exe.code, 0, exe.stderr);
+      const machine = exe.stdout.trim().split(/\s+/).slice(18, 20).join('');
+      assert.equal(machine, target.deb === 'amd64' ? '3e00' : 'b700', `e_machine of ${target.deb}`);
+    });
+  }
+
+  it('the amd64 .deb installs with dpkg -i: queenctl, its man pages and completions work; dpkg -r leaves nothing', {
+    skip: isRoot ? false : 'dpkg -i needs root (CI runs as root)',
+  }, async () => {
+    const installed = await tool('dpkg', ['-i', deb('amd64')], 300_000);
+    try {
+      assert.equal(installed.code, 0, installed.stdout + installed.stderr);
+      const listed = (await ok('dpkg', ['-L', 'queenctl'])).trim().split('\n');
+      const version = await runProcess('/usr/bin/queenctl', ['version', '--short'], { timeoutMs: 30_000 });
+      assert.equal(version.code, 0, version.stderr);
+      assert.match(
+        version.stdout,
+        new RegExp(`^queenctl ${VERSION.replaceAll('.', '\\.')} .*linux-x64 standalone build`),
+      );
+      const onPath = await runProcess('sh', ['-c', 'command -v queenctl'], { timeoutMs: 30_000 });
+      assert.equal(onPath.code, 0, onPath.stderr);
+      assert.equal(onPath.stdout.trim(), '/usr/bin/queenctl');
+      const page = await tool('man', ['-w', 'queenctl-lease-extend'], 60_000);
+      assert.equal(page.code, 0, page.stderr);
+      assert.equal(page.stdout.trim(), '/usr/share/man/man1/queenctl-lease-extend.1.gz');
+      const shown = await runProcess('sh', ['-c', 'man -P cat queenctl-lease-extend | head -5'], { timeoutMs: 60_000 });
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.match(shown.stdout, /queenctl-lease-extend/i);
+      // bash-completion loads /usr/share/bash-completion/completions/<command> on demand.
+      const bash = await runProcess(
+        'bash',
+        ['-c', '. /usr/share/bash-completion/completions/queenctl && complete -p queenctl'],
+        { timeoutMs: 30_000 },
+      );
+      assert.equal(bash.code, 0, bash.stderr);
+      assert.match(bash.stdout, /^complete .* queenctl$/m);
+      assert.match(readFileSync('/usr/share/zsh/vendor-completions/_queenctl', 'utf8'), /^#compdef queenctl/);
+      assert.match(readFileSync('/usr/share/fish/vendor_completions.d/queenctl.fish', 'utf8'), /complete -c queenctl/);
+      for (const shell of ['zsh', 'fish']) {
+        const there = await runProcess('sh', ['-c', `command -v ${shell}`], { timeoutMs: 10_000 });
+        if (there.code !== 0) continue;
+        const file =
+          shell === 'zsh'
+            ? '/usr/share/zsh/vendor-completions/_queenctl'
+            : '/usr/share/fish/vendor_completions.d/queenctl.fish';
+        const syntax = await runProcess(shell, shell === 'zsh' ? ['-n', file] : ['--no-execute', file], {
+          timeoutMs: 30_000,
+        });
+        assert.equal(syntax.code, 0, `${shell}: ${syntax.stderr}`);
+      }
+      const removed = await tool('dpkg', ['-r', 'queenctl'], 300_000);
+      assert.equal(removed.code, 0, removed.stdout + removed.stderr);
+      const left = listed.filter((path) => path.includes('queenctl') && existsSync(path));
+      assert.deepEqual(left, [], 'dpkg -r removed every file and directory of its own');
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own field syntax
+      const status = await tool('dpkg-query', ['--show', '--showformat=${db:Status-Status}', 'queenctl']);
+      assert.equal(status.code === 0 ? status.stdout : 'not-installed', 'not-installed');
+    } finally {
+      await tool('dpkg', ['--purge', 'queenctl'], 300_000);
+    }
+  });
+});
+
+describe('the .rpms', { skip }, () => {
+  for (const target of TARGETS) {
+    it(`${rpm(target.rpm)}: the .deb's files, ${target.rpm}, the version and licence; rpm -K passes`, async () => {
+      const listed = (await ok('rpm', ['-qpl', rpm(target.rpm)])).trim().split('\n').sort();
+      assert.deepEqual(listed, await debFiles(deb(target.deb)));
+      const info = await ok('rpm', ['-qpi', rpm(target.rpm)]);
+      assert.match(info, /^Name\s*: queenctl$/m);
+      assert.match(info, new RegExp(`^Version\\s*: ${VERSION.replaceAll('.', '\\.')}$`, 'm'));
+      assert.match(info, /^Release\s*: 1$/m);
+      assert.match(info, new RegExp(`^Architecture: ${target.rpm}$`, 'm'));
+      assert.match(info, /^License\s*: MIT AND /m);
+      const requires = await ok('rpm', ['-qpR', rpm(target.rpm)]);
+      assert.match(requires, /^libc\.so\.6\(GLIBC_2\.\d+\)/m);
+      assert.match(requires, /^libstdc\+\+\.so\.6\(GLIBCXX_3\.4\.\d+\)/m);
+      const checked = await ok('rpm', ['-K', rpm(target.rpm)]);
+      assert.match(checked, /digests OK/);
+      // The same bytes as the .deb's files: nothing stripped (the executable's scripts and code
+      // caches follow its ELF contents) or compressed again.
+      const digests = (await ok('rpm', ['-qp', '--queryformat', '[%{FILENAMES} %{FILEDIGESTS}\\n]', rpm(target.rpm)]))
+        .trim()
+        .split('\n')
+        .sort();
+      assert.deepEqual(digests, await debDigests(deb(target.deb)));
+    });
+  }
+});
