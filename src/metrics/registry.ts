@@ -1,0 +1,82 @@
+/**
+ * What every metrics endpoint shares: prom-client, loaded only here (its own file of the bundle,
+ * scripts/bundle.mjs: a run without --metrics-address loads nothing of it), a registry with the
+ * build's info and prom-client's process metrics, and a gauge whose samples are computed at
+ * scrape time and may be absent (docs/metrics.md).
+ */
+import type { Registry } from 'prom-client';
+import { VERSION } from '../version.js';
+import { text, type Answer } from './server.js';
+
+export type PromClient = typeof import('prom-client');
+
+export async function loadPromClient(): Promise<PromClient> {
+  const loaded = (await import('prom-client')) as PromClient & { default?: PromClient };
+  // The bundle's require hands the module itself; Node's ESM loader may wrap it in `default`.
+  return loaded.Registry ? loaded : (loaded.default as PromClient);
+}
+
+export interface Sample {
+  labels: Record<string, string>;
+  value: number;
+}
+
+/**
+ * A gauge whose samples are read when scraped, possibly none: the least time left is absent
+ * while no lease is held, not 0, which would look like a lease about to expire.
+ */
+export function registerComputedGauge(registry: Registry, name: string, help: string, samples: () => Sample[]): void {
+  const metric = {
+    name,
+    help,
+    type: 'gauge',
+    aggregator: 'sum',
+    get: async () => ({ name, help, type: 'gauge', aggregator: 'sum', values: samples() }),
+  };
+  registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);
+}
+
+const MISNAMED_DEFAULTS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
+
+/** A registry with `queenctl_build_info` and prom-client's process metrics. */
+export function baseRegistry(prom: PromClient): Registry {
+  const registry = new prom.Registry();
+  const info = new prom.Gauge({
+    name: 'queenctl_build_info',
+    help: 'Always 1: the version of queenctl and of Node.js it runs on, as labels.',
+    labelNames: ['version', 'node'],
+    registers: [registry],
+  });
+  // The process itself is what these describe, as prom-client's own process metrics read it.
+  info.set({ version: VERSION, node: process.version }, 1);
+  prom.collectDefaultMetrics({ register: registry });
+  // Gauges named like counters, which `promtool check metrics` refuses; the same counts stay,
+  // by type, in nodejs_active_handles, nodejs_active_requests and nodejs_active_resources.
+  for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
+  return registry;
+}
+
+/**
+ * GET /metrics. Scrapes that arrive while one is being rendered share it: a thousand at once cost
+ * one rendering, not a thousand.
+ */
+export function metricsRoute(registry: Registry): () => Promise<Answer> {
+  let rendering: Promise<Answer> | null = null;
+  return () => {
+    rendering ??= registry.metrics().then(
+      (body) => {
+        rendering = null;
+        return { status: 200, contentType: registry.contentType, body };
+      },
+      (error: unknown) => {
+        rendering = null;
+        return text(500, `cannot render the metrics: ${String(error)}`);
+      },
+    );
+    return rendering;
+  };
+}
