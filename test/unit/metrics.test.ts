@@ -23,19 +23,22 @@ async function get(address: string, path: string): Promise<{ status: number; bod
 
 /** A watch on fake time serving metrics on a free loopback port; resolves once it listens. */
 async function watchWithMetrics(harness: WatchHarnessOptions) {
+  // Object.assign, not a spread: the harness has getters that fail when read too early.
   const w = startWatch({
     ...harness,
     options: { metricsAddress: parseMetricsAddress('127.0.0.1:0'), ...harness.options },
   });
   const started = Date.now();
-  let match: RegExpExecArray | null = null;
-  while (!(match = /serving metrics on http:\/\/(\S+)\/metrics/.exec(w.io.stderr.text))) {
+  const printed = () => /serving metrics on http:\/\/(\S+)\/metrics/.exec(w.io.stderr.text);
+  for (let match = printed(); ; match = printed()) {
+    if (match) return Object.assign(w, { address: match[1] as string, scrape: () => scrape(match[1] as string) });
     if (Date.now() - started > ANSWER_WITHIN_MS) assert.fail(`no address printed:\n${w.io.stderr.text}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
-  const address = match[1] as string;
-  // Not a spread: the harness has getters that fail when read too early.
-  return Object.assign(w, { address, scrape: async () => (await get(address, '/metrics')).body });
+}
+
+async function scrape(address: string): Promise<string> {
+  return (await get(address, '/metrics')).body;
 }
 
 describe('--metrics-address: what it accepts', () => {
