@@ -170,7 +170,7 @@ export async function serveWatchMetrics(options: WatchMetricsOptions): Promise<W
   };
 
   const server = await serveMetrics(options.address, {
-    '/metrics': metricsRoute(registry),
+    '/metrics': metricsRoute(registry, clock),
     '/livez': livez,
     '/readyz': readyz,
   });

@@ -435,6 +435,6 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
 }
 
 /** Where --metrics-address listens, with the port picked when :0 asked for one. */
-export function metricsServedNote(address: string): string {
-  return `queenctl: serving metrics on http://${address}/metrics (and /livez, /readyz)\n`;
+export function metricsServedNote(address: string, probes = true): string {
+  return `queenctl: serving metrics on http://${address}/metrics${probes ? ' (and /livez, /readyz)' : ''}\n`;
 }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BrokerError, UsageError } from '../../src/exit.js';
 import { parseMetricsAddress } from '../../src/metrics/address.js';
+import { RENDER_REUSE_MS } from '../../src/metrics/registry.js';
 import { serveWatchMetrics, type WatchSource } from '../../src/metrics/watch.js';
 import type { WatchStatus } from '../../src/renewal/scheduler.js';
 import { FakeClock } from '../support/fakes.js';
@@ -262,16 +263,20 @@ describe('/livez and the command series, on a watch made up', () => {
   });
 
   it('queenctl_command_exit_code appears only once the command has ended', async () => {
+    const clock = new FakeClock();
     const metrics = await serveWatchMetrics({
       address: parseMetricsAddress('127.0.0.1:0'),
       perLease: false,
       leaseCount: 1,
       everyMs: S,
       command: true,
-      clock: new FakeClock(),
+      clock,
     });
     try {
-      const scrape = async () => (await get(metrics.address, '/metrics')).body;
+      const scrape = async () => {
+        clock.advance(RENDER_REUSE_MS);
+        return (await get(metrics.address, '/metrics')).body;
+      };
       assert.equal(sampleValue(await scrape(), 'queenctl_command_running'), 0);
       assert.equal(sampleValue(await scrape(), 'queenctl_command_exit_code'), undefined);
       metrics.notice({ kind: 'started', pid: 4242 });
@@ -280,6 +285,30 @@ describe('/livez and the command series, on a watch made up', () => {
       const text = await scrape();
       assert.equal(sampleValue(text, 'queenctl_command_running'), 0);
       assert.equal(sampleValue(text, 'queenctl_command_exit_code'), 3);
+    } finally {
+      await metrics.close();
+    }
+  });
+
+  it('scrapes within 100ms of a rendering get it again: a flood of scrapes costs a few renderings', async () => {
+    const clock = new FakeClock();
+    const metrics = await serveWatchMetrics({
+      address: parseMetricsAddress('127.0.0.1:0'),
+      perLease: false,
+      leaseCount: 1,
+      everyMs: S,
+      command: false,
+      clock,
+    });
+    try {
+      const renewals = async () =>
+        sampleValue((await get(metrics.address, '/metrics')).body, 'queenctl_renewals_total', { result: 'renewed' });
+      assert.equal(await renewals(), 0);
+      metrics.attempt({ result: 'renewed', durationMs: 5 });
+      clock.advance(RENDER_REUSE_MS - 1);
+      assert.equal(await renewals(), 0, 'the rendering of 99ms ago');
+      clock.advance(1);
+      assert.equal(await renewals(), 1);
     } finally {
       await metrics.close();
     }

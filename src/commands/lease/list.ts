@@ -15,6 +15,7 @@ import {
 } from '../../broker/consumer-groups.js';
 import { withRetries, type RetryPolicy } from '../../broker/retry.js';
 import { AuthError, ExitCode, UsageError, signalExitCode } from '../../exit.js';
+import { parseMetricsAddress, type MetricsAddress } from '../../metrics/address.js';
 import { write } from '../../io.js';
 import { formatDuration } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
@@ -55,6 +56,12 @@ export function listCommand(globals: GlobalContext): Command {
         '--interval <duration>',
         'with --watch: how often to list again (default 2s, at least 100ms)',
       ).argParser(flagParser((text) => parseInterval(text))),
+    )
+    .addOption(
+      new Option(
+        '--metrics-address <[host]:port>',
+        'with --watch: serve Prometheus metrics there (:9464 every interface, 127.0.0.1:9464 loopback, :0 a free port)',
+      ).argParser(flagParser(parseMetricsAddress)),
     )
     .addHelpText(
       'after',
@@ -109,7 +116,14 @@ Examples:
           };
           if (!options.watch) return runList(listOptions, runtime);
           const { runListWatch } = await import('./list-watch.js');
-          return runListWatch({ ...listOptions, intervalMs: options.interval ?? DEFAULT_INTERVAL_MS }, runtime);
+          return runListWatch(
+            {
+              ...listOptions,
+              intervalMs: options.interval ?? DEFAULT_INTERVAL_MS,
+              metricsAddress: options.metricsAddress,
+            },
+            runtime,
+          );
         },
         // A listing is a few requests; --watch lists again and again, an expiry asks each lease.
         { requests: options.watch || expiry ? 'many' : 'few' },
@@ -131,6 +145,9 @@ function parseInterval(text: string): number {
 
 /** --watch's flags, checked before anything is sent. */
 function checkWatchFlags(options: ListFlags): void {
+  if (options.metricsAddress !== undefined && !options.watch) {
+    throw new UsageError('--metrics-address serves what --watch finds', 'add --watch, or drop --metrics-address');
+  }
   if (options.interval !== undefined && !options.watch) {
     throw new UsageError('--interval is how often --watch lists again', 'add --watch, or drop --interval');
   }
@@ -152,6 +169,7 @@ interface ListFlags {
   retries: number;
   watch?: boolean;
   interval?: number;
+  metricsAddress?: MetricsAddress;
 }
 
 export interface ListOptions {
