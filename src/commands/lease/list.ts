@@ -79,7 +79,9 @@ deadline. That needs the read-write role; a read-only token exits 3.
 every current holder as added, then added, changed (its partitions or liveness differ) and
 removed; -o json/ndjson one event a line, the record plus "event"; -o name the ids as they are
 added. A broker that cannot be reached is one line on stderr, and one when it is back. It stops
-on SIGINT or SIGTERM (exit 130, 143); a refused token stops it with exit 3.
+on SIGINT or SIGTERM (exit 130, 143); a refused token stops it with exit 3. --metrics-address
+<[host]:port> serves Prometheus metrics meanwhile: held leases by group and queue, changes
+seen, polls failing (docs/metrics.md).
 
 ${exitCodesHelp({
   ok: 'the listing worked (also when it found nothing)',

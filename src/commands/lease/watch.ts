@@ -128,6 +128,11 @@ its group gets SIGTERM, then SIGKILL after --kill-after. It runs outside the ter
 foreground job: Ctrl+C reaches it through queenctl. With -o json, ndjson, yaml or jsonpath= its
 stdout goes to stderr, so stdout stays the event stream.
 
+Metrics: --metrics-address <[host]:port> serves Prometheus metrics on /metrics while the watch
+runs, /livez (200 while the renewal loop answers) and /readyz (200 once every lease has been
+renewed and none is lost; else 503 and why); :0 picks a free port, printed on stderr. One series
+per lease only with --metrics-per-lease. See docs/metrics.md.
+
 Output: -o json or -o ndjson streams events on stdout, one per line: renewed, retry, lost and
 stopped for a lease, outage and recovered for the broker; also the default in a pipe without a
 command. -o yaml prints each event as one YAML document, --- between them; -o jsonpath=<expr>
