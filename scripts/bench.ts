@@ -750,6 +750,8 @@ async function scrapedWatch(
         if (response.ok) scrapes++;
         else failed++;
       } catch {
+        // The listener closes as the watch ends, a moment before the process exits.
+        await Promise.race([resources.done, delay(2_000)]);
         if (!ended) failed++;
       }
     }

@@ -20,21 +20,65 @@ export async function loadPromClient(): Promise<PromClient> {
 export interface Sample {
   labels: Record<string, string>;
   value: number;
+  /** A histogram's `_bucket`, `_sum` and `_count`; the metric's own name otherwise. */
+  metricName?: string;
 }
 
 /**
- * A gauge whose samples are read when scraped, possibly none: the least time left is absent
- * while no lease is held, not 0, which would look like a lease about to expire.
+ * A series whose samples are read when scraped, kept by the caller in plain numbers: counting a
+ * renewal is then an addition, not a call into prom-client's label hashing (docs/metrics.md, the
+ * bench's CPU per renewal). May have no sample: the least time left is absent while no lease is
+ * held, not 0, which would look like a lease about to expire.
  */
-export function registerComputedGauge(registry: Registry, name: string, help: string, samples: () => Sample[]): void {
-  const metric = {
+export function registerComputed(
+  registry: Registry,
+  metric: { name: string; help: string; type: 'gauge' | 'counter' | 'histogram' },
+  samples: () => Sample[],
+): void {
+  const { name, help, type } = metric;
+  const computed = {
     name,
     help,
-    type: 'gauge',
+    type,
     aggregator: 'sum',
-    get: async () => ({ name, help, type: 'gauge', aggregator: 'sum', values: samples() }),
+    get: async () => ({ name, help, type, aggregator: 'sum', values: samples() }),
   };
-  registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);
+  registry.registerMetric(computed as unknown as Parameters<Registry['registerMetric']>[0]);
+}
+
+/** Observations counted into fixed buckets, served as a Prometheus histogram. */
+export class Buckets {
+  private readonly counts: number[];
+  private sum = 0;
+  private count = 0;
+
+  constructor(private readonly bounds: readonly number[]) {
+    this.counts = bounds.map(() => 0);
+  }
+
+  observe(value: number): void {
+    this.sum += value;
+    this.count++;
+    for (let i = 0; i < this.bounds.length; i++) {
+      if (value <= (this.bounds[i] as number)) {
+        this.counts[i] = (this.counts[i] as number) + 1;
+        return;
+      }
+    }
+  }
+
+  samples(name: string): Sample[] {
+    const samples: Sample[] = [];
+    let cumulative = 0;
+    for (let i = 0; i < this.bounds.length; i++) {
+      cumulative += this.counts[i] as number;
+      samples.push({ metricName: `${name}_bucket`, labels: { le: String(this.bounds[i]) }, value: cumulative });
+    }
+    samples.push({ metricName: `${name}_bucket`, labels: { le: '+Inf' }, value: this.count });
+    samples.push({ metricName: `${name}_sum`, labels: {}, value: this.sum });
+    samples.push({ metricName: `${name}_count`, labels: {}, value: this.count });
+    return samples;
+  }
 }
 
 const MISNAMED_DEFAULTS = [

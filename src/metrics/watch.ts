@@ -10,7 +10,7 @@ import type { WatchEvent } from '../renewal/events.js';
 import type { AttemptOutcome, WatchStatus } from '../renewal/scheduler.js';
 import type { SupervisorNotice } from '../watch/supervisor.js';
 import type { MetricsAddress } from './address.js';
-import { baseRegistry, loadPromClient, metricsRoute, registerComputedGauge, type Sample } from './registry.js';
+import { baseRegistry, Buckets, loadPromClient, metricsRoute, registerComputed, type Sample } from './registry.js';
 import { serveMetrics, text, type Answer } from './server.js';
 
 /** What the probes and the gauges read of the watch: the scheduler, structurally. */
@@ -53,29 +53,47 @@ export async function serveWatchMetrics(options: WatchMetricsOptions): Promise<W
   const registry = baseRegistry(prom);
   let source: WatchSource | null = null;
 
-  const renewals = new prom.Counter({
-    name: 'queenctl_renewals_total',
-    help: 'Renewal requests by result: renewed, not_renewed (the broker renewed nothing: the lease is lost), error.',
-    labelNames: ['result'],
-    registers: [registry],
-  });
-  for (const result of ['renewed', 'not_renewed', 'error']) renewals.inc({ result }, 0);
-  const duration = new prom.Histogram({
-    name: 'queenctl_renewal_duration_seconds',
-    help: 'Time from sending a renewal request to its answer or failure.',
-    buckets: DURATION_BUCKETS,
-    registers: [registry],
-  });
-  const retries = new prom.Counter({
-    name: 'queenctl_retries_total',
-    help: 'Renewals retried after a failure (not the outage probes, which retry for every lease at once).',
-    registers: [registry],
-  });
-  const outages = new prom.Counter({
-    name: 'queenctl_outages_total',
-    help: 'Outages: the broker failed every lease at once, and renewals waited for it.',
-    registers: [registry],
-  });
+  // Counted in plain numbers, read when scraped: a renewal costs additions, not prom-client calls.
+  const renewals = { renewed: 0, not_renewed: 0, error: 0 };
+  const durations = new Buckets(DURATION_BUCKETS);
+  let retries = 0;
+  let outages = 0;
+  registerComputed(
+    registry,
+    {
+      name: 'queenctl_renewals_total',
+      help: 'Renewal requests by result: renewed, not_renewed (the broker renewed nothing: the lease is lost), error.',
+      type: 'counter',
+    },
+    () => Object.entries(renewals).map(([result, value]) => ({ labels: { result }, value })),
+  );
+  registerComputed(
+    registry,
+    {
+      name: 'queenctl_renewal_duration_seconds',
+      help: 'Time from sending a renewal request to its answer or failure.',
+      type: 'histogram',
+    },
+    () => durations.samples('queenctl_renewal_duration_seconds'),
+  );
+  registerComputed(
+    registry,
+    {
+      name: 'queenctl_retries_total',
+      help: 'Renewals retried after a failure (not the outage probes, which retry for every lease at once).',
+      type: 'counter',
+    },
+    () => [{ labels: {}, value: retries }],
+  );
+  registerComputed(
+    registry,
+    {
+      name: 'queenctl_outages_total',
+      help: 'Outages: the broker failed every lease at once, and renewals waited for it.',
+      type: 'counter',
+    },
+    () => [{ labels: {}, value: outages }],
+  );
   let brokerUp = 0;
   new prom.Gauge({
     name: 'queenctl_broker_up',
@@ -98,10 +116,13 @@ export async function serveWatchMetrics(options: WatchMetricsOptions): Promise<W
       this.set({ state: 'lost' }, status?.lost ?? 0);
     },
   });
-  registerComputedGauge(
+  registerComputed(
     registry,
-    'queenctl_lease_min_remaining_seconds',
-    'The least time left across held leases, in seconds; absent while none is held.',
+    {
+      name: 'queenctl_lease_min_remaining_seconds',
+      help: 'The least time left across held leases, in seconds; absent while none is held.',
+      type: 'gauge',
+    },
     () => {
       const earliest = source?.status().earliestDeadline ?? null;
       return earliest === null ? [] : [{ labels: {}, value: Math.max(0, (earliest - clock.now()) / 1000) }];
@@ -111,10 +132,13 @@ export async function serveWatchMetrics(options: WatchMetricsOptions): Promise<W
   /** --metrics-per-lease: each held lease's local deadline, from its renewed events. */
   const deadlines = options.perLease ? new Map<string, number>() : null;
   if (deadlines) {
-    registerComputedGauge(
+    registerComputed(
       registry,
-      'queenctl_lease_remaining_seconds',
-      'Time left of each held lease, in seconds (--metrics-per-lease).',
+      {
+        name: 'queenctl_lease_remaining_seconds',
+        help: 'Time left of each held lease, in seconds (--metrics-per-lease).',
+        type: 'gauge',
+      },
       () => {
         const now = clock.now();
         const samples: Sample[] = [];
@@ -136,10 +160,13 @@ export async function serveWatchMetrics(options: WatchMetricsOptions): Promise<W
         this.set(commandRunning);
       },
     });
-    registerComputedGauge(
+    registerComputed(
       registry,
-      'queenctl_command_exit_code',
-      "The command's exit status once it has ended (128 + the signal's number when a signal ended it).",
+      {
+        name: 'queenctl_command_exit_code',
+        help: "The command's exit status once it has ended (128 + the signal's number when a signal ended it).",
+        type: 'gauge',
+      },
       () => (commandExit === null ? [] : [{ labels: {}, value: commandExit }]),
     );
   }
@@ -185,7 +212,7 @@ export async function serveWatchMetrics(options: WatchMetricsOptions): Promise<W
           deadlines?.set(event.leaseId, clock.now() + event.remainingMs);
           return;
         case 'retry':
-          retries.inc();
+          retries++;
           return;
         case 'lost':
         case 'stopped':
@@ -193,7 +220,7 @@ export async function serveWatchMetrics(options: WatchMetricsOptions): Promise<W
           return;
         case 'outage':
           brokerUp = 0;
-          outages.inc();
+          outages++;
           return;
         case 'recovered':
           brokerUp = 1;
@@ -201,8 +228,8 @@ export async function serveWatchMetrics(options: WatchMetricsOptions): Promise<W
       }
     },
     attempt(outcome) {
-      renewals.inc({ result: outcome.result });
-      duration.observe(outcome.durationMs / 1000);
+      renewals[outcome.result]++;
+      durations.observe(outcome.durationMs / 1000);
       if (outcome.result !== 'error') brokerUp = 1;
     },
     notice(notice) {

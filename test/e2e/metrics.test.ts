@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { Agent, get as httpGet } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { describe, it } from 'node:test';
+import { startCli } from '../support/cli.js';
 import { runInProcess, startInProcess } from '../support/in-process.js';
 import { sampleValue } from '../support/prometheus-text.js';
 import { sharedSimulator, withSimulator } from '../support/shared.js';
@@ -145,6 +146,32 @@ describe('--metrics-address under load', () => {
     assert.equal(result.code, 130, result.stderr);
     assert.doesNotMatch(result.stdout, /"event":"(lost|retry)"/);
     assert.doesNotMatch(result.stderr, /cannot keep up|cannot renew/i);
+  });
+});
+
+describe('--metrics-address: the process', () => {
+  // The process is the point: an open connection must not keep it alive.
+  it('a scraper holding a keep-alive connection does not keep queenctl running once the watch ends', async () => {
+    const sim = simulator();
+    const run = startCli(
+      ['lease', 'watch', sim.mint({ seconds: 60 }), '--server', sim.url, '--for', '2s', '-q'].concat([
+        '--metrics-address',
+        '127.0.0.1:0',
+      ]),
+      { timeoutMs: 30_000 },
+    );
+    const [, address] = await run.waitForStderr(/serving metrics on http:\/\/(\S+)\/metrics/);
+    const agent = new Agent({ keepAlive: true, keepAliveMsecs: 60_000 });
+    await new Promise<void>((resolve, reject) =>
+      httpGet(`http://${address}/livez`, { agent }, (response) => {
+        response.resume();
+        response.on('end', resolve);
+      }).on('error', reject),
+    );
+    const result = await run.exited;
+    agent.destroy();
+    assert.equal(result.killed, false, 'it ended by itself');
+    assert.equal(result.code, 0, result.stderr);
   });
 });
 

@@ -86,6 +86,9 @@ describe('lease watch --metrics-address: the series follow the watch', () => {
     assert.equal(sampleValue(text, 'queenctl_leases', { state: 'lost' }), 0);
     assert.equal(sampleValue(text, 'queenctl_broker_up'), 1);
     assert.equal(sampleValue(text, 'queenctl_renewal_duration_seconds_count'), 4);
+    // The fake broker answers at once: every renewal in the first bucket, and in every one after.
+    assert.equal(sampleValue(text, 'queenctl_renewal_duration_seconds_bucket', { le: '0.005' }), 4);
+    assert.equal(sampleValue(text, 'queenctl_renewal_duration_seconds_bucket', { le: '+Inf' }), 4);
     // Renewed at 1s for 3s on the fake broker: 2.5s left at 1.5s.
     assert.equal(sampleValue(text, 'queenctl_lease_min_remaining_seconds'), 2.5);
     assert.deepEqual(samplesOf(text, 'queenctl_lease_remaining_seconds'), [], 'per lease only when asked');
