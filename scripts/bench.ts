@@ -18,9 +18,11 @@
  *      CPU, RSS and the concurrency reached (issue 12)
  *   6. watch through an outage: the broker refusing connections for 10 s under 10,000 leases:
  *      connection attempts during it, time to renew the waiting leases after it, lapses (issue 12)
+ *   7. watch with --metrics-address (issue 27): 10,000 leases with and without it, scraped every
+ *      second: CPU per renewal, side by side (docs/metrics.md)
  *
  * `--quick` runs a small version of each (CI keeps the script working with it; it judges no time).
- * `--only startup,bulk,renewal,watch,scale` runs some. Each section adds rows to one table; a new
+ * `--only startup,bulk,renewal,watch,scale,metrics` runs some. Each section adds rows to one table; a new
  * one is a function of (url, control) added to SECTIONS.
  *
  * `node dist/scripts/bench.js --raw-undici <url>` is the raw reference alone: it renews the lease
@@ -60,6 +62,9 @@ const SIZES = quick
       watchLeases: 200,
       watchSeconds: 6,
       leaseSeconds: 3,
+      metricsLeases: 200,
+      metricsForS: 6,
+      metricsRuns: 1,
     }
   : {
       startupRuns: 15,
@@ -71,6 +76,9 @@ const SIZES = quick
       watchLeases: 10_000,
       watchSeconds: 60,
       leaseSeconds: 30,
+      metricsLeases: 10_000,
+      metricsForS: 40,
+      metricsRuns: 3,
     };
 
 /** The raw reference: what queenctl's bulk extend does, with a plain undici Pool and nothing else. */
@@ -706,6 +714,90 @@ async function benchWatchOutage(url: string, control: SimulatorControl): Promise
   }
 }
 
+// --- issue 27: what --metrics-address costs ----------------------------------------------------
+
+/**
+ * `lease watch -` of `ids` with `args`, -q and --metrics-address on a free port, scraped every
+ * second as Prometheus would while it runs: its CPU, and the scrapes answered.
+ */
+async function scrapedWatch(
+  url: string,
+  ids: string[],
+  args: string[],
+): Promise<{ cpuMs: number; code: number | null; scrapes: number; failed: number }> {
+  const argv = pinned(0, [
+    ...[process.execPath, BIN, 'lease', 'watch', '-', ...args, '-q', '--server', url],
+    ...['--metrics-address', '127.0.0.1:0'],
+  ]);
+  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['pipe', 'ignore', 'pipe'] });
+  const resources = watchResources(child);
+  child.stdin?.end(`${ids.join('\n')}\n`);
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    if (stderr.length > 65_536) stderr = stderr.slice(-4096);
+  });
+  let scrapes = 0;
+  let failed = 0;
+  let ended = false;
+  void resources.done.then(() => (ended = true));
+  while (!ended) {
+    const address = /serving metrics on http:\/\/(\S+)\/metrics/.exec(stderr)?.[1];
+    if (address) {
+      try {
+        const response = await fetch(`http://${address}/metrics`, { signal: AbortSignal.timeout(5_000) });
+        await response.text();
+        if (response.ok) scrapes++;
+        else failed++;
+      } catch {
+        // The listener closes as the watch ends, a moment before the process exits.
+        await Promise.race([resources.done, delay(2_000)]);
+        if (!ended) failed++;
+      }
+    }
+    await delay(address ? 1_000 : 50);
+  }
+  const result = await resources.done;
+  return { cpuMs: result.cpuMs, code: result.code, scrapes, failed };
+}
+
+async function benchMetrics(url: string, control: SimulatorControl): Promise<void> {
+  // Minted for longer than the runs: the leases outlive them all.
+  const ids = await mintMany(control, SIZES.metricsLeases, 3_600);
+  const args = ['--seconds', '30', '--every', '5s', '--for', `${SIZES.metricsForS}s`];
+  const plain: number[] = [];
+  const served: number[] = [];
+  let scrapes = 0;
+  let failed = 0;
+  let codes = new Set<number | null>();
+  // Alternated, so the machine's load drifting over the runs weighs on both alike.
+  for (let run = 0; run < SIZES.metricsRuns; run++) {
+    let before = (await control.stats()).extendRequests;
+    const without = await quietWatch(url, ids, args).done;
+    plain.push(without.cpuMs / Math.max(1, (await control.stats()).extendRequests - before));
+    before = (await control.stats()).extendRequests;
+    const scraped = await scrapedWatch(url, ids, args);
+    served.push(scraped.cpuMs / Math.max(1, (await control.stats()).extendRequests - before));
+    scrapes += scraped.scrapes;
+    failed += scraped.failed;
+    codes = new Set([...codes, without.code, scraped.code]);
+  }
+  const withMs = median(served);
+  const withoutMs = median(plain);
+  const ratio = withMs / withoutMs;
+  rows.push({
+    measure:
+      `watch, ${ids.length} leases every 5 s, --metrics-address scraped every second, ` +
+      `CPU per renewal, median of ${SIZES.metricsRuns}`,
+    // In µs: the difference sought is a few hundredths of a millisecond.
+    queenctl: `${(withMs * 1000).toFixed(0)} µs (${scrapes} scrapes answered, ${failed} failed)`,
+    reference: `without --metrics-address: ${(withoutMs * 1000).toFixed(0)} µs`,
+    ratio: `${ratio.toFixed(3)}x`,
+    target: '<= 1.05x',
+    met: ratio <= 1.05 && failed === 0 && codes.size === 1 && codes.has(0) ? 'yes' : 'no',
+  });
+}
+
 function table(): string {
   const head: Row = {
     measure: 'measure',
@@ -741,11 +833,13 @@ const SECTIONS: Array<[string, (url: string, control: SimulatorControl) => Promi
   // Each on a simulator of its own: leases of the other rows expiring meanwhile are not its lapses.
   ['scale', benchWatchSlowBroker],
   ['scale', benchWatchOutage],
+  ['metrics', benchMetrics],
 ];
 const OWN_SIMULATOR = new Set<(url: string, control: SimulatorControl) => Promise<void>>([
   benchRenewal,
   benchWatchSlowBroker,
   benchWatchOutage,
+  benchMetrics,
 ]);
 
 const sim = await startSimulator();

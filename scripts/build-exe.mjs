@@ -68,6 +68,8 @@ const CHUNKS = {
   ora: [{ id: 'ora' }],
   'cli-table3': [{ id: 'cli-table3' }],
   'jsonpath-rfc9535': [{ id: 'jsonpath-rfc9535' }],
+  // --metrics-address only (src/metrics/registry.ts).
+  'prom-client': [{ id: 'prom-client' }],
 };
 const chunkOf = new Map(Object.entries(CHUNKS).flatMap(([chunk, ids]) => ids.map(({ id }) => [id, chunk])));
 /**
@@ -78,11 +80,14 @@ const chunked = {
   name: 'standalone-chunks',
   setup(builder) {
     builder.onResolve({ filter: new RegExp(`^${CHUNKS_MODULE_ID}$`) }, (args) => ({ path: args.path, external: true }));
-    builder.onResolve({ filter: /^(undici|yaml|chalk|ora|cli-table3|jsonpath-rfc9535)([\\/].*)?$/ }, (args) => {
-      if (!chunkOf.has(args.path))
-        throw new Error(`${args.importer} imports ${args.path}: list it in CHUNKS in scripts/build-exe.mjs`);
-      return { path: args.path, namespace: 'standalone-chunk' };
-    });
+    builder.onResolve(
+      { filter: /^(undici|yaml|chalk|ora|cli-table3|jsonpath-rfc9535|prom-client)([\\/].*)?$/ },
+      (args) => {
+        if (!chunkOf.has(args.path))
+          throw new Error(`${args.importer} imports ${args.path}: list it in CHUNKS in scripts/build-exe.mjs`);
+        return { path: args.path, namespace: 'standalone-chunk' };
+      },
+    );
     builder.onLoad({ filter: /.*/, namespace: 'standalone-chunk' }, (args) => ({
       contents: `module.exports = require(${JSON.stringify(CHUNKS_MODULE_ID)}).loadChunk(${JSON.stringify(
         chunkOf.get(args.path),

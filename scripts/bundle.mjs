@@ -27,6 +27,8 @@ const CHUNKS = [
   { name: 'undici', modules: ['undici/lib/dispatcher/agent.js'], prefix: /^undici\/lib\// },
   { name: 'yaml', modules: ['yaml'], prefix: /^yaml(\/|$)/ },
   { name: 'terminal', modules: ['chalk', 'ora'], prefix: /^(chalk|ora)(\/|$)/ },
+  // prom-client, for --metrics-address only (src/metrics/registry.ts).
+  { name: 'metrics', modules: ['prom-client'], prefix: /^prom-client(\/|$)/ },
 ];
 const chunkFile = (chunk) => `queenctl-${chunk.name}.cjs`;
 const chunked = {

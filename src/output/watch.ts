@@ -433,3 +433,8 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     },
   };
 }
+
+/** Where --metrics-address listens, with the port picked when :0 asked for one. */
+export function metricsServedNote(address: string, probes = true): string {
+  return `queenctl: serving metrics on http://${address}/metrics${probes ? ' (and /livez, /readyz)' : ''}\n`;
+}

@@ -53,6 +53,17 @@ export interface SchedulerObserver {
   warn(text: string): void;
   /** Even the ceiling cannot renew every lease in time: said once, again after a quiet while. */
   cannotKeepUp(shortfall: CannotKeepUp): void;
+  /**
+   * What each request came to and how long it took, events or not: an outage's failures have no
+   * event of their own (docs/metrics.md counts them).
+   */
+  attempt?(outcome: AttemptOutcome): void;
+}
+
+/** One renewal request answered or failed (not one cut short by the end of the watch). */
+export interface AttemptOutcome {
+  result: 'renewed' | 'not_renewed' | 'error';
+  durationMs: number;
 }
 
 export interface SchedulerContext {
@@ -240,6 +251,9 @@ export class RenewalScheduler {
   /** The loop's current sleep, to cut short when something falls due sooner. */
   private sleep: { until: number; controller: AbortController } | null = null;
   private drained: (() => void) | null = null;
+  /** Waiting for the loop's next turn (heartbeat()). */
+  private beats: Array<() => void> = [];
+  private looping = false;
 
   constructor(
     leaseIds: readonly string[],
@@ -287,10 +301,16 @@ export class RenewalScheduler {
       lease.deadline = now + this.timing.seconds * 1000;
       this.heap.update(lease, now);
     }
-    while (!this.stopped && this.watching > 0) {
-      this.dispatch(this.context.clock.now());
-      if (this.stopped || this.watching === 0) break;
-      await this.sleepUntilDue();
+    this.looping = true;
+    try {
+      while (!this.stopped && this.watching > 0) {
+        this.dispatch(this.context.clock.now());
+        this.answerBeats();
+        if (this.stopped || this.watching === 0) break;
+        await this.sleepUntilDue();
+      }
+    } finally {
+      this.looping = false;
     }
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     if (this.crashed) throw this.crashed.error;
@@ -348,6 +368,30 @@ export class RenewalScheduler {
           ? null
           : { since, error: this.breaker.error, leases: this.watching, nextProbeAt: this.breaker.nextProbeAt },
     };
+  }
+
+  /**
+   * Resolves at the loop's next turn, which it wakes: the loop itself says it runs (a liveness
+   * probe, docs/metrics.md). Never resolves once the loop has ended, or while it is stuck.
+   */
+  heartbeat(): Promise<void> {
+    if (!this.looping) return new Promise<void>(() => {});
+    return new Promise<void>((resolve) => {
+      this.beats.push(resolve);
+      this.sleep?.controller.abort();
+    });
+  }
+
+  /** The loop is running: started, and not yet ended. */
+  get running(): boolean {
+    return this.looping;
+  }
+
+  private answerBeats(): void {
+    if (this.beats.length === 0) return;
+    const beats = this.beats;
+    this.beats = [];
+    for (const beat of beats) beat();
   }
 
   /** The refusal that ended the watch, if one did. */
@@ -458,6 +502,10 @@ export class RenewalScheduler {
     try {
       if (lease.phase === 'renewing' && !this.stopped) {
         const now = this.context.clock.now();
+        this.observer.attempt?.({
+          result: renewal ? (isHeld(renewal) ? 'renewed' : 'not_renewed') : 'error',
+          durationMs: now - sentAt,
+        });
         if (renewal) {
           this.brokerAnswered(now, sentAt, 'answered');
           this.renewed(lease, sentAt, now, renewal);

@@ -9,6 +9,7 @@
  * - A run that sends a few requests loads node:http and never undici's file; one that sends many
  *   loads undici.
  * - A run whose config file is unchanged since it was last read does not load the YAML parser.
+ * - prom-client (queenctl-metrics.cjs) is loaded by a watch with --metrics-address, and by no other run.
  */
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -42,6 +43,7 @@ interface Loads {
   builtins: Set<string>;
   undici: boolean;
   yaml: boolean;
+  metrics: boolean;
   stdout: string;
   stderr: string;
 }
@@ -65,6 +67,7 @@ async function loads(
     builtins: new Set(builtins.filter((name) => name.startsWith('NativeModule ')).map((name) => name.slice(13))),
     undici: /queenctl-undici\.cjs/.test(result.stderr),
     yaml: /queenctl-yaml\.cjs/.test(result.stderr),
+    metrics: /queenctl-metrics\.cjs/.test(result.stderr),
     stdout: result.stdout,
     stderr: result.stderr,
   };
@@ -82,8 +85,9 @@ describe('what a run loads', { skip: needsNode('a preload and the bin’s own re
   ];
   for (const [args, code] of local) {
     it(`\`queenctl ${args.join(' ')}\` sends nothing: no HTTP client, and not node:v8`, async () => {
-      const { builtins, undici } = await loads(args, { code });
+      const { builtins, undici, metrics } = await loads(args, { code });
       assert.equal(undici, false);
+      assert.equal(metrics, false);
       for (const module of ['v8', 'http', 'https', 'tls']) assert.ok(!builtins.has(module), `${module} was loaded`);
     });
   }
@@ -128,7 +132,17 @@ describe('what a run loads', { skip: needsNode('a preload and the bin’s own re
     if (LIFTOFF_NODE)
       assert.match(bulk.stderr, /queenctl-undici\.cjs accepted \(shipped with the package\): .*net\+liftoff/);
     const watch = ['lease', 'watch', leaseId, '--for', '300ms', '--server', sim.url, '-o', 'ndjson'];
-    assert.equal((await loads(watch)).undici, true);
+    const watched = await loads(watch);
+    assert.equal(watched.undici, true);
+    assert.equal(watched.metrics, false, 'no prom-client without --metrics-address');
+  });
+
+  it('lease watch --metrics-address: prom-client, from a file of its own', async () => {
+    const leaseId = sim.mint();
+    const watch = ['lease', 'watch', leaseId, '--for', '300ms', '--server', sim.url, '-o', 'ndjson'];
+    const served = await loads([...watch, '--metrics-address', '127.0.0.1:0']);
+    assert.equal(served.metrics, true);
+    assert.match(served.stderr, /serving metrics on http:\/\/127\.0\.0\.1:\d+\/metrics/);
   });
 
   it('a config file read before, unchanged, is not parsed again (src/config/memo.ts): no YAML parser', async () => {

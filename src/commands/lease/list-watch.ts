@@ -11,6 +11,9 @@ import { formatDuration } from '../../output/duration.js';
 import { isJsonPath, type OutputFormat } from '../../output/format.js';
 import { loadStyle, type Style } from '../../output/style.js';
 import { heldLeases } from '../../broker/consumer-groups.js';
+import type { MetricsAddress } from '../../metrics/address.js';
+import type { ListMetrics } from '../../metrics/list.js';
+import { metricsServedNote } from '../../output/watch.js';
 import { readHolders, tableRow, type ListOptions, type ListRecord, type ListRuntime } from './list.js';
 
 export type ListEventKind = 'added' | 'changed' | 'removed';
@@ -48,6 +51,8 @@ export function listChanges(before: ReadonlyMap<string, ListRecord>, now: readon
 
 export interface ListWatchOptions extends ListOptions {
   intervalMs: number;
+  /** --metrics-address: serve what the polls find (docs/metrics.md). */
+  metricsAddress?: MetricsAddress | undefined;
 }
 
 /** How the events are printed: one line each, or rows of a table that grows. */
@@ -135,6 +140,21 @@ function growingTable(stdout: OutputStream, options: ListOptions, wide: boolean,
 const timeOf = (ms: number): string => new Date(ms).toISOString().slice(11, 19);
 
 export async function runListWatch(options: ListWatchOptions, runtime: ListRuntime): Promise<ExitCode> {
+  // Listening before anything is sent: a bad or busy address ends the run as a usage error.
+  let metrics: ListMetrics | null = null;
+  if (options.metricsAddress) {
+    const { serveListMetrics } = await import('../../metrics/list.js');
+    metrics = await serveListMetrics(options.metricsAddress, runtime.clock);
+    await write(runtime.io.stderr, metricsServedNote(metrics.address, false));
+  }
+  try {
+    return await pollListings(options, runtime, metrics);
+  } finally {
+    await metrics?.close();
+  }
+}
+
+async function pollListings(options: ListWatchOptions, runtime: ListRuntime, metrics: ListMetrics | null) {
   const { io, clock, signal } = runtime;
   const printer = options.format === null ? null : await eventPrinter(options.format, io.stdout, options, io.color);
   // Each poll asks once: the next poll is the retry.
@@ -152,6 +172,7 @@ export async function runListWatch(options: ListWatchOptions, runtime: ListRunti
       if (signal.aborted) break;
       // A refused token will not be accepted on the next poll.
       if (error instanceof AuthError || !(error instanceof BrokerError)) throw error;
+      metrics?.pollFailed();
       if (downSince === null) {
         downSince = clock.now();
         await note(
@@ -166,6 +187,7 @@ export async function runListWatch(options: ListWatchOptions, runtime: ListRunti
       }
       const events = listChanges(known, records);
       known = new Map(records.map((record) => [keyOf(record), record]));
+      metrics?.listed(records, events.length);
       if (printer) await printer.print(events);
       if (!listedOnce && records.length === 0)
         await note('no held leases yet; printing changes as they come (Ctrl+C stops)');

@@ -15,6 +15,7 @@ import {
 } from '../../broker/consumer-groups.js';
 import { withRetries, type RetryPolicy } from '../../broker/retry.js';
 import { AuthError, ExitCode, UsageError, signalExitCode } from '../../exit.js';
+import { parseMetricsAddress, type MetricsAddress } from '../../metrics/address.js';
 import { write } from '../../io.js';
 import { formatDuration } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
@@ -56,6 +57,12 @@ export function listCommand(globals: GlobalContext): Command {
         'with --watch: how often to list again (default 2s, at least 100ms)',
       ).argParser(flagParser((text) => parseInterval(text))),
     )
+    .addOption(
+      new Option(
+        '--metrics-address <[host]:port>',
+        'with --watch: serve Prometheus metrics there (:9464 every interface, 127.0.0.1:9464 loopback, :0 a free port)',
+      ).argParser(flagParser(parseMetricsAddress)),
+    )
     .addHelpText(
       'after',
       `
@@ -72,7 +79,9 @@ deadline. That needs the read-write role; a read-only token exits 3.
 every current holder as added, then added, changed (its partitions or liveness differ) and
 removed; -o json/ndjson one event a line, the record plus "event"; -o name the ids as they are
 added. A broker that cannot be reached is one line on stderr, and one when it is back. It stops
-on SIGINT or SIGTERM (exit 130, 143); a refused token stops it with exit 3.
+on SIGINT or SIGTERM (exit 130, 143); a refused token stops it with exit 3. --metrics-address
+<[host]:port> serves Prometheus metrics meanwhile: held leases by group and queue, changes
+seen, polls failing (docs/metrics.md).
 
 ${exitCodesHelp({
   ok: 'the listing worked (also when it found nothing)',
@@ -109,7 +118,14 @@ Examples:
           };
           if (!options.watch) return runList(listOptions, runtime);
           const { runListWatch } = await import('./list-watch.js');
-          return runListWatch({ ...listOptions, intervalMs: options.interval ?? DEFAULT_INTERVAL_MS }, runtime);
+          return runListWatch(
+            {
+              ...listOptions,
+              intervalMs: options.interval ?? DEFAULT_INTERVAL_MS,
+              metricsAddress: options.metricsAddress,
+            },
+            runtime,
+          );
         },
         // A listing is a few requests; --watch lists again and again, an expiry asks each lease.
         { requests: options.watch || expiry ? 'many' : 'few' },
@@ -131,6 +147,9 @@ function parseInterval(text: string): number {
 
 /** --watch's flags, checked before anything is sent. */
 function checkWatchFlags(options: ListFlags): void {
+  if (options.metricsAddress !== undefined && !options.watch) {
+    throw new UsageError('--metrics-address serves what --watch finds', 'add --watch, or drop --metrics-address');
+  }
   if (options.interval !== undefined && !options.watch) {
     throw new UsageError('--interval is how often --watch lists again', 'add --watch, or drop --interval');
   }
@@ -152,6 +171,7 @@ interface ListFlags {
   retries: number;
   watch?: boolean;
   interval?: number;
+  metricsAddress?: MetricsAddress;
 }
 
 export interface ListOptions {

@@ -9,12 +9,13 @@
  * renewal of every lease, and the watch ends with it: its status passes through, or 4 when a
  * lease was lost and the command was stopped for that.
  */
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { leaseIdSource } from '../../args.js';
 import { monotonicClock } from '../../clock.js';
 import { ExitCode, UsageError, combineExitCodes, signalExitCode } from '../../exit.js';
 import {
   cannotKeepUpWarning,
+  metricsServedNote,
   childExitedNote,
   childNotStartedNote,
   childStartedNote,
@@ -36,12 +37,15 @@ import {
 import { isJsonPath } from '../../output/format.js';
 import type { JsonPathTemplate } from '../../output/jsonpath.js';
 import { errorMessage } from '../../output/words.js';
+import { write } from '../../io.js';
+import { parseMetricsAddress, type MetricsAddress } from '../../metrics/address.js';
+import type { WatchMetrics } from '../../metrics/watch.js';
 import { CONCURRENCY_CEILING } from '../../renewal/concurrency.js';
 import type { WatchEvent } from '../../renewal/events.js';
 import { RenewalScheduler, defaultEveryMs, safetyMarginMs, type WatchSummary } from '../../renewal/scheduler.js';
 import { launchInProcessGroup } from '../../watch/process-group.js';
 import { CommandSupervisor, type Launch, type SupervisorNotice } from '../../watch/supervisor.js';
-import type { GlobalContext, Settings, VerbProcess } from '../globals.js';
+import { flagParser, type GlobalContext, type Settings, type VerbProcess } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { durationOption, exitCodesHelp, LEASE_IDS_ARGUMENT, secondsOption } from './options.js';
 
@@ -64,6 +68,10 @@ export interface WatchOptions {
   jsonpath?: JsonPathTemplate | undefined;
   /** A --token flag, visible in ps for as long as the watch runs. */
   tokenOnCommandLine: boolean;
+  /** --metrics-address: serve /metrics, /livez and /readyz there (docs/metrics.md). */
+  metricsAddress?: MetricsAddress | undefined;
+  /** --metrics-per-lease: a series per lease too. */
+  metricsPerLease?: boolean;
 }
 
 export const DEFAULT_KILL_AFTER_MS = 10_000;
@@ -84,6 +92,14 @@ export function watchCommand(globals: GlobalContext): Command {
         '10s',
       ),
     )
+    .addOption(
+      new Option(
+        '--metrics-address <[host]:port>',
+        'serve Prometheus metrics, /livez and /readyz there ' +
+          '(:9464 every interface, 127.0.0.1:9464 loopback, :0 a free port)',
+      ).argParser(flagParser(parseMetricsAddress)),
+    )
+    .option('--metrics-per-lease', "with --metrics-address: also each lease's time left, one series per lease")
     .usage('[options] <leaseId...> [-- <command> [args...]]')
     .addHelpText(
       'after',
@@ -112,6 +128,11 @@ its group gets SIGTERM, then SIGKILL after --kill-after. It runs outside the ter
 foreground job: Ctrl+C reaches it through queenctl. With -o json, ndjson, yaml or jsonpath= its
 stdout goes to stderr, so stdout stays the event stream.
 
+Metrics: --metrics-address <[host]:port> serves Prometheus metrics on /metrics while the watch
+runs, /livez (200 while the renewal loop answers) and /readyz (200 once every lease has been
+renewed and none is lost; else 503 and why); :0 picks a free port, printed on stderr. One series
+per lease only with --metrics-per-lease. See docs/metrics.md.
+
 Output: -o json or -o ndjson streams events on stdout, one per line: renewed, retry, lost and
 stopped for a lease, outage and recovered for the broker; also the default in a pipe without a
 command. -o yaml prints each event as one YAML document, --- between them; -o jsonpath=<expr>
@@ -137,7 +158,14 @@ Examples:
     .action(
       async (
         operands: string[],
-        options: { seconds: number; every?: number; for?: number; killAfter: number },
+        options: {
+          seconds: number;
+          every?: number;
+          for?: number;
+          killAfter: number;
+          metricsAddress?: MetricsAddress;
+          metricsPerLease?: boolean;
+        },
         command: Command,
       ) => {
         const run = (runtime: Runtime, settings: Settings, proc: VerbProcess): Promise<number> => {
@@ -171,9 +199,17 @@ Examples:
             output,
             jsonpath: isJsonPath(settings.format) ? settings.format.template : undefined,
             tokenOnCommandLine: settings.tokenOnCommandLine,
+            metricsAddress: options.metricsAddress,
+            metricsPerLease: Boolean(options.metricsPerLease),
           };
           return runWatch(watch, runtime, { ...proc, launch: launchInProcessGroup });
         };
+        if (options.metricsPerLease && options.metricsAddress === undefined) {
+          throw new UsageError(
+            '--metrics-per-lease adds series to --metrics-address',
+            'add --metrics-address 127.0.0.1:9464, or drop --metrics-per-lease',
+          );
+        }
         // A long watch measures on monotonic time: an NTP step must not move every deadline.
         await globals.run(command, run, { requests: 'many', clock: monotonicClock });
       },
@@ -215,8 +251,30 @@ function summaryCode(summary: Pick<WatchSummary, 'lost' | 'failed' | 'refused'>)
 export async function runWatch(options: WatchOptions, runtime: Runtime, ports: WatchPorts): Promise<number> {
   checkCommand(options);
   const leaseIds = await readLeaseIds(options.leaseIds, () => runtime.io.stdin);
-  const watch = new Watch(leaseIds, options, runtime, ports);
-  return watch.run();
+  // Listening before anything is sent: a bad or busy address ends the run as a usage error.
+  const metrics = options.metricsAddress ? await serveMetrics(options, leaseIds.length, runtime) : null;
+  try {
+    const watch = new Watch(leaseIds, options, runtime, ports, metrics);
+    return await watch.run();
+  } finally {
+    // With a command, the watch ends once the command has ended: the listener lives that long.
+    await metrics?.close();
+  }
+}
+
+async function serveMetrics(options: WatchOptions, leaseCount: number, runtime: Runtime): Promise<WatchMetrics> {
+  const { serveWatchMetrics } = await import('../../metrics/watch.js');
+  const metrics = await serveWatchMetrics({
+    address: options.metricsAddress as MetricsAddress,
+    perLease: Boolean(options.metricsPerLease),
+    leaseCount,
+    everyMs: options.everyMs ?? defaultEveryMs(options.seconds),
+    command: options.command !== null,
+    clock: runtime.clock,
+  });
+  // Said even with -q: with :0 it is the only way to know the port.
+  await write(runtime.io.stderr, metricsServedNote(metrics.address));
+  return metrics;
 }
 
 class Watch {
@@ -235,6 +293,7 @@ class Watch {
     private readonly options: WatchOptions,
     private readonly runtime: Runtime,
     ports: WatchPorts,
+    private readonly metrics: WatchMetrics | null = null,
   ) {
     this.everyMs = options.everyMs ?? defaultEveryMs(options.seconds);
     this.scheduler = new RenewalScheduler(
@@ -252,8 +311,10 @@ class Watch {
         event: (event) => this.onEvent(event),
         warn: (text) => this.renderer.warn(text),
         cannotKeepUp: (shortfall) => this.renderer.warn(cannotKeepUpWarning(shortfall)),
+        ...(metrics ? { attempt: (outcome) => metrics.attempt(outcome) } : {}),
       },
     );
+    metrics?.attach(this.scheduler);
     if (options.command !== null) {
       this.supervisor = new CommandSupervisor(
         {
@@ -347,6 +408,7 @@ class Watch {
   }
 
   private onEvent(event: WatchEvent): void {
+    this.metrics?.event(event);
     this.renderer.event(event);
     // Once the watch has its status, nothing may start or stop the command any more.
     if (this.exitCode === null) this.supervisor?.onEvent(event);
@@ -354,6 +416,7 @@ class Watch {
 
   /** The supervisor's notices, in words (output/watch.ts). */
   private onNotice(notice: SupervisorNotice): void {
+    this.metrics?.notice(notice);
     const { renderer } = this;
     const command = (this.options.command as readonly string[])[0] as string;
     const { killAfterMs } = this.options;
