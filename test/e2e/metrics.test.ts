@@ -158,7 +158,7 @@ describe('--metrics-address: the process', () => {
         '--metrics-address',
         '127.0.0.1:0',
       ]),
-      { timeoutMs: 30_000 },
+      { timeoutMs: 30_000, exit: 0 },
     );
     const [, address] = await run.waitForStderr(/serving metrics on http:\/\/(\S+)\/metrics/);
     // A scraper in the middle of a request (its headers not finished): not an idle connection,

@@ -58,7 +58,8 @@ describe('a real Prometheus scrapes lease watch --metrics-address', { skip, time
           '--metrics-address',
           '127.0.0.1:0',
         ]),
-        { stdin: `${leaseIds.join('\n')}\n`, timeoutMs: SCENARIO_MS + 10_000 },
+        // Ended by SIGINT below once the scenario is seen: 130, as for any watch (docs/cli-contract.md).
+        { stdin: `${leaseIds.join('\n')}\n`, timeoutMs: SCENARIO_MS + 10_000, exit: 130 },
       );
       const [, target] = await watch.waitForStderr(/serving metrics on http:\/\/(\S+)\/metrics/, 20_000);
 
@@ -87,7 +88,8 @@ describe('a real Prometheus scrapes lease watch --metrics-address', { skip, time
           `--storage.tsdb.path=${join(scratch, 'data')}`,
           `--web.listen-address=127.0.0.1:${port}`,
         ],
-        { timeoutMs: SCENARIO_MS + 10_000, cwd: scratch },
+        // Ended by SIGTERM at the end; Prometheus then exits 0.
+        { timeoutMs: SCENARIO_MS + 10_000, cwd: scratch, exit: [0, 'SIGTERM'] },
       );
       const api = `http://127.0.0.1:${port}`;
       const running = prometheus;

@@ -31,7 +31,7 @@ let sim: Simulator;
 before(async () => {
   scratch = mkdtempSync(join(tmpdir(), 'queenctl-arm64-'));
   if (skip) return;
-  const unpacked = await runProcess('tar', ['-xzf', ARCHIVE, '-C', scratch], { timeoutMs: 120_000 });
+  const unpacked = await runProcess('tar', ['-xzf', ARCHIVE, '-C', scratch], { timeoutMs: 120_000, exit: 0 });
   assert.equal(unpacked.code, 0, unpacked.stderr);
   exe = join(scratch, `queenctl-${VERSION}-linux-arm64`, 'queenctl');
   sim = await startSimulator();
@@ -47,6 +47,7 @@ async function arm64(args: string[], env: Record<string, string> = {}, stdin = '
     env: { QEMU_LD_PREFIX, ...env },
     stdin,
     timeoutMs: EMULATED_MS,
+    exit: 0,
   });
   assert.equal(result.killed, false, `queenctl ${args.join(' ')} under emulation did not end within ${EMULATED_MS} ms`);
   return result;
@@ -125,7 +126,7 @@ describe('building for arm64 without the emulator', () => {
       const result = await runProcess(
         process.execPath,
         [join(ROOT, 'scripts', 'build-exe.mjs'), '--target', 'linux-arm64'],
-        { env: { ...env, QUEENCTL_EXE_OUT: out }, timeoutMs: 60_000 },
+        { env: { ...env, QUEENCTL_EXE_OUT: out }, timeoutMs: 60_000, exit: 1 },
       );
       assert.equal(result.code, 1, result.stderr);
       assert.match(result.stderr, lacks);

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { VERSION } from '../../src/version.js';
-import { type CliResult, runProcess } from '../support/cli.js';
+import { type CliResult, type ExpectedExit, runProcess } from '../support/cli.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const RELEASE = join(ROOT, 'dist', 'release');
@@ -39,8 +39,8 @@ const skip = existsSync(join(RELEASE, 'SHA256SUMS'))
 const isRoot = process.getuid?.() === 0;
 
 /** A tool run to completion within `timeoutMs`, in the release directory. */
-async function tool(command: string, args: string[], timeoutMs = 120_000): Promise<CliResult> {
-  const result = await runProcess(command, args, { cwd: RELEASE, timeoutMs });
+async function tool(command: string, args: string[], timeoutMs = 120_000, exit: ExpectedExit = 0): Promise<CliResult> {
+  const result = await runProcess(command, args, { cwd: RELEASE, timeoutMs, exit });
   assert.equal(result.killed, false, `${command} ${args.join(' ')} did not end within ${timeoutMs} ms`);
   return result;
 }
@@ -82,6 +82,7 @@ async function fsysTar(file: string): Promise<string> {
     const result = await runProcess('sh', ['-c', `dpkg-deb --fsys-tarfile "$1" > "$2"`, 'sh', file, out], {
       cwd: RELEASE,
       timeoutMs: 120_000,
+      exit: 0,
     });
     assert.equal(result.code, 0, result.stderr);
   }
@@ -178,6 +179,7 @@ describe('the .debs', { skip }, () => {
       const tarball = await fsysTar(deb(target.deb));
       const tail = await runProcess('sh', ['-c', 'tar -xOf "$1" ./usr/bin/queenctl | tail -c 8', 'sh', tarball], {
         timeoutMs: 120_000,
+        exit: 0,
       });
       assert.equal(tail.code, 0, tail.stderr);
       assert.equal(tail.stdout, 'QCTLCC01', 'the executable keeps the code caches appended to it: not stripped');
@@ -196,6 +198,7 @@ describe('the .debs', { skip }, () => {
         ['-c', `tar -xOf "$1" ./usr/bin/queenctl | head -c 20 | od -An -tx1`, 'sh', tarball],
         {
           timeoutMs: 60_000,
+          exit: 0,
         },
       );
       assert.equal(exe.code, 0, exe.stderr);
@@ -211,33 +214,36 @@ describe('the .debs', { skip }, () => {
     try {
       assert.equal(installed.code, 0, installed.stdout + installed.stderr);
       const listed = (await ok('dpkg', ['-L', 'queenctl'])).trim().split('\n');
-      const version = await runProcess('/usr/bin/queenctl', ['version', '--short'], { timeoutMs: 30_000 });
+      const version = await runProcess('/usr/bin/queenctl', ['version', '--short'], { timeoutMs: 30_000, exit: 0 });
       assert.equal(version.code, 0, version.stderr);
       assert.match(
         version.stdout,
         new RegExp(`^queenctl ${VERSION.replaceAll('.', '\\.')} .*linux-x64 standalone build`),
       );
-      const onPath = await runProcess('sh', ['-c', 'command -v queenctl'], { timeoutMs: 30_000 });
+      const onPath = await runProcess('sh', ['-c', 'command -v queenctl'], { timeoutMs: 30_000, exit: 0 });
       assert.equal(onPath.code, 0, onPath.stderr);
       assert.equal(onPath.stdout.trim(), '/usr/bin/queenctl');
       const page = await tool('man', ['-w', 'queenctl-lease-extend'], 60_000);
       assert.equal(page.code, 0, page.stderr);
       assert.equal(page.stdout.trim(), '/usr/share/man/man1/queenctl-lease-extend.1.gz');
-      const shown = await runProcess('sh', ['-c', 'man -P cat queenctl-lease-extend | head -5'], { timeoutMs: 60_000 });
+      const shown = await runProcess('sh', ['-c', 'man -P cat queenctl-lease-extend | head -5'], {
+        timeoutMs: 60_000,
+        exit: 0,
+      });
       assert.equal(shown.code, 0, shown.stderr);
       assert.match(shown.stdout, /queenctl-lease-extend/i);
       // bash-completion loads /usr/share/bash-completion/completions/<command> on demand.
       const bash = await runProcess(
         'bash',
         ['-c', '. /usr/share/bash-completion/completions/queenctl && complete -p queenctl'],
-        { timeoutMs: 30_000 },
+        { timeoutMs: 30_000, exit: 0 },
       );
       assert.equal(bash.code, 0, bash.stderr);
       assert.match(bash.stdout, /^complete .* queenctl$/m);
       assert.match(readFileSync('/usr/share/zsh/vendor-completions/_queenctl', 'utf8'), /^#compdef queenctl/);
       assert.match(readFileSync('/usr/share/fish/vendor_completions.d/queenctl.fish', 'utf8'), /complete -c queenctl/);
       for (const shell of ['zsh', 'fish']) {
-        const there = await runProcess('sh', ['-c', `command -v ${shell}`], { timeoutMs: 10_000 });
+        const there = await runProcess('sh', ['-c', `command -v ${shell}`], { timeoutMs: 10_000, exit: [0, 1, 127] });
         if (there.code !== 0) continue;
         const file =
           shell === 'zsh'
@@ -245,6 +251,7 @@ describe('the .debs', { skip }, () => {
             : '/usr/share/fish/vendor_completions.d/queenctl.fish';
         const syntax = await runProcess(shell, shell === 'zsh' ? ['-n', file] : ['--no-execute', file], {
           timeoutMs: 30_000,
+          exit: 0,
         });
         assert.equal(syntax.code, 0, `${shell}: ${syntax.stderr}`);
       }
@@ -253,7 +260,12 @@ describe('the .debs', { skip }, () => {
       const left = listed.filter((path) => path.includes('queenctl') && existsSync(path));
       assert.deepEqual(left, [], 'dpkg -r removed every file and directory of its own');
       // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own field syntax
-      const status = await tool('dpkg-query', ['--show', '--showformat=${db:Status-Status}', 'queenctl']);
+      const status = await tool(
+        'dpkg-query',
+        ['--show', '--showformat=${db:Status-Status}', 'queenctl'],
+        30_000,
+        [0, 1],
+      );
       assert.equal(status.code === 0 ? status.stdout : 'not-installed', 'not-installed');
     } finally {
       await tool('dpkg', ['--purge', 'queenctl'], 300_000);
