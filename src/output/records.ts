@@ -6,6 +6,7 @@
  */
 import { write, type OutputStream } from '../io.js';
 import type { MachineFormat } from './format.js';
+import { yamlStringify } from './yaml.js';
 
 export interface RecordSink<T> {
   add(record: T): Promise<void>;
@@ -31,12 +32,12 @@ export async function recordSink<T extends object>(
   }
   if (format === 'yaml') {
     // Loaded only when asked for: YAML output must not slow down every JSON run.
-    const { stringify } = await import('yaml');
+    const stringify = await yamlStringify();
     let count = 0;
     return {
       add: (record) => {
         count++;
-        return write(stream, stringify(single ? record : [record], { lineWidth: 0 }));
+        return write(stream, stringify(single ? record : [record]));
       },
       // An empty sequence still has to parse as one.
       end: () => (single || count > 0 ? Promise.resolve() : write(stream, '[]\n')),

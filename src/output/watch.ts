@@ -31,6 +31,7 @@ import { formatDuration } from './duration.js';
 import { isJsonPath, type OutputFormat } from './format.js';
 import type { JsonPathTemplate } from './jsonpath.js';
 import { LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
+import { yamlStringify } from './yaml.js';
 
 export type WatchOutputMode = 'events' | 'yaml' | 'spinner' | 'log' | 'quiet';
 
@@ -330,10 +331,10 @@ const ndjsonEvent = (event: WatchEvent): string => `${JSON.stringify(event)}\n`;
  * `kubectl get -w -o yaml` prints them. yaml is loaded only here: only -o yaml pays for it.
  */
 async function yamlDocuments(): Promise<(event: WatchEvent) => string> {
-  const { stringify } = await import('yaml');
+  const stringify = await yamlStringify();
   let first = true;
   return (event) => {
-    const document = stringify(event, { lineWidth: 0 });
+    const document = stringify(event);
     if (first) {
       first = false;
       return document;

@@ -8,6 +8,7 @@ import { ExitCode, UsageError } from '../../exit.js';
 import { write } from '../../io.js';
 import { isJsonPath } from '../../output/format.js';
 import type { LocalRuntime } from '../globals.js';
+import { yamlStringify } from '../../output/yaml.js';
 
 export async function runView(runtime: LocalRuntime): Promise<ExitCode> {
   const { io, format } = runtime;
@@ -47,7 +48,7 @@ export async function runView(runtime: LocalRuntime): Promise<ExitCode> {
   view['current-context'] ??= null;
   view.contexts ??= [];
   if (isJsonPath(format)) await write(io.stdout, format.template.render(view));
-  else if (format === 'yaml') await write(io.stdout, yaml.stringify(view, { lineWidth: 0 }));
+  else if (format === 'yaml') await write(io.stdout, (await yamlStringify())(view));
   else if (format === 'ndjson') await write(io.stdout, `${JSON.stringify(view)}\n`);
   else await write(io.stdout, `${JSON.stringify(view, null, 2)}\n`);
   return ExitCode.Ok;

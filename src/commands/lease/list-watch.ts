@@ -15,6 +15,7 @@ import type { MetricsAddress } from '../../metrics/address.js';
 import type { ListMetrics } from '../../metrics/list.js';
 import { metricsServedNote } from '../../output/watch.js';
 import { readHolders, tableRow, type ListOptions, type ListRecord, type ListRuntime } from './list.js';
+import { yamlStringify } from '../../output/yaml.js';
 
 export type ListEventKind = 'added' | 'changed' | 'removed';
 
@@ -74,10 +75,10 @@ async function eventPrinter(
     return { print: (events) => write(stdout, events.map((event) => template.renderLine(event)).join('')) };
   }
   if (format === 'yaml') {
-    const { stringify } = await import('yaml');
+    const stringify = await yamlStringify();
     let first = true;
     const document = (event: ListEvent): string => {
-      const text = stringify(event, { lineWidth: 0 });
+      const text = stringify(event);
       if (first) {
         first = false;
         return text;
