@@ -6,6 +6,7 @@
  * cli.ts loads on every run.
  */
 import { Argument, Command } from 'commander';
+import { parseDuration } from '../args.js';
 import { readConfigFor } from '../config/file.js';
 import { heldLeases } from '../broker/consumer-groups.js';
 import { ExitCode } from '../exit.js';
@@ -75,9 +76,11 @@ export function completeCommand(globals: GlobalContext): Command {
     .action(async (what: string, _options: unknown, command: Command) => {
       if (what === 'leases') {
         try {
-          await globals.run(command, (runtime) => completeLeaseIds(runtime, COMPLETION_BUDGET_MS), {
-            requests: 'few',
-          });
+          await globals.run(
+            command,
+            (runtime, _settings, { env }) => completeLeaseIds(runtime, completionBudgetMs(env)),
+            { requests: 'few' },
+          );
         } catch {
           // No broker, a bad config, a refused token: nothing to offer, and nothing to say.
         }
@@ -100,6 +103,21 @@ export function completeCommand(globals: GlobalContext): Command {
  * starting, the config and the HTTP client loading take the rest.
  */
 export const COMPLETION_BUDGET_MS = 500;
+
+/**
+ * The budget, or QUEENCTL_COMPLETION_TIMEOUT (a duration) where a broker is far away or slow
+ * (docs/config.md): TAB then waits longer for the ids. A value that is no duration is ignored,
+ * as everything else of completion fails quietly.
+ */
+export function completionBudgetMs(env: NodeJS.ProcessEnv): number {
+  const text = env.QUEENCTL_COMPLETION_TIMEOUT;
+  if (!text) return COMPLETION_BUDGET_MS;
+  try {
+    return parseDuration(text, 'QUEENCTL_COMPLETION_TIMEOUT');
+  } catch {
+    return COMPLETION_BUDGET_MS;
+  }
+}
 
 /**
  * The lease ids held now, one a line, found as `lease list` finds them, through the context's

@@ -20,6 +20,10 @@ export const ENVIRONMENT: readonly Entry[] = [
   { name: 'QUEEN_CONTEXT', text: "the context to use, over the config file's current-context; --context wins." },
   { name: 'QUEEN_CONFIG', text: 'the config file, when --config is not given (default ~/.queen/config.yaml).' },
   { name: 'QUEENCTL_DEBUG', text: 'when set, an internal error prints its stack trace.' },
+  {
+    name: 'QUEENCTL_COMPLETION_TIMEOUT',
+    text: 'how long shell completion waits for the broker to list the lease ids held now (a duration; default 500ms).',
+  },
   { name: 'NO_COLOR', text: 'when set and not empty, no colour (as --no-color).' },
   { name: 'FORCE_COLOR', text: 'colour even when not on a terminal (as --color); 0 or false: no colour.' },
   { name: 'TERM', text: 'dumb: no colour, and lease watch prints a line per event instead of a spinner.' },

@@ -17,7 +17,7 @@ const sim = (): Simulator => {
   assert.ok(simulator, 'the simulator starts in before()');
   return simulator;
 };
-let env: { HOME: string; PATH: string };
+let env: { HOME: string; PATH: string; QUEENCTL_COMPLETION_TIMEOUT: string };
 
 after(() => simulator?.close());
 before(async () => {
@@ -33,7 +33,9 @@ before(async () => {
   const bin = mkdtempSync(join(tmpdir(), 'queenctl-bin-'));
   writeFileSync(join(bin, 'queenctl'), `#!/bin/sh\nexec ${cliCommandLine()} "$@"\n`);
   chmodSync(join(bin, 'queenctl'), 0o755);
-  env = { HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` };
+  // The ids must come, however busy the machine: the 500 ms budget is the unit tests' to prove
+  // (test/unit/completion-leases.test.ts), on a clock of their own.
+  env = { HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}`, QUEENCTL_COMPLETION_TIMEOUT: '20s' };
 });
 
 /** bash as it completes `line` (ending in the word being completed): what it offers, and its stderr. */

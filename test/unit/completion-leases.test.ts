@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PartitionHolder } from '../../src/broker/consumer-groups.js';
-import { completeLeaseIds } from '../../src/commands/completion.js';
+import { COMPLETION_BUDGET_MS, completeLeaseIds, completionBudgetMs } from '../../src/commands/completion.js';
 import { commandTree } from '../../src/commands/completion-scripts.js';
 import type { ListClient } from '../../src/commands/lease/list.js';
 import { AuthError, BrokerError } from '../../src/exit.js';
@@ -79,4 +79,12 @@ describe('__complete leases', () => {
     const kinds = Object.fromEntries((tree.children[0]?.children ?? []).map((child) => [child.name, child.argument]));
     assert.deepEqual(kinds, { extend: 'lease', inspect: 'lease', watch: 'lease', list: null, help: null });
   });
+});
+
+it('QUEENCTL_COMPLETION_TIMEOUT sets the budget; unset or not a duration, it is 500 ms', () => {
+  assert.equal(completionBudgetMs({}), COMPLETION_BUDGET_MS);
+  assert.equal(COMPLETION_BUDGET_MS, 500);
+  assert.equal(completionBudgetMs({ QUEENCTL_COMPLETION_TIMEOUT: '20s' }), 20_000);
+  assert.equal(completionBudgetMs({ QUEENCTL_COMPLETION_TIMEOUT: '750ms' }), 750);
+  assert.equal(completionBudgetMs({ QUEENCTL_COMPLETION_TIMEOUT: 'soon' }), COMPLETION_BUDGET_MS);
 });
