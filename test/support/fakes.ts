@@ -31,6 +31,13 @@ export class FakeClock implements Clock {
     });
   }
 
+  /** When the next sleeper wakes, or null when nobody sleeps: where a test may jump to. */
+  nextAt(): number | null {
+    let next: number | null = null;
+    for (const timer of this.timers) if (next === null || timer.at < next) next = timer.at;
+    return next;
+  }
+
   /** Moves time on and wakes every sleeper whose time has come. */
   advance(ms: number): void {
     this.current += ms;
@@ -104,4 +111,35 @@ export async function pauseUnless(clock: Clock, ms: number, signal: AbortSignal 
   } finally {
     signal.removeEventListener('abort', onAbort);
   }
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Moves `clock` on by `ms` the way fixed steps of `stepMs` would, but skipping the steps where
+ * nobody wakes: the same schedule for a fraction of the turns of the event loop. The code under
+ * test runs (one turn of the event loop) after each move, then `afterEach`. Code that keeps
+ * sleeping 0 ms is let through one step at a time, as fixed steps would.
+ */
+export async function runFor(
+  clock: FakeClock,
+  ms: number,
+  afterEach: () => void = () => {},
+  stepMs = 1,
+): Promise<void> {
+  await turn();
+  const start = clock.now();
+  const end = start + ms;
+  let idle = 0;
+  while (clock.now() < end) {
+    const next = clock.nextAt();
+    // The first step boundary at or after the next wake-up.
+    const due = next === null ? end : start + Math.ceil((next - start) / stepMs) * stepMs;
+    const to = Math.min(end, Math.max(due, clock.now()));
+    idle = to === clock.now() ? idle + 1 : 0;
+    clock.advance(idle > 100 ? Math.min(stepMs, end - clock.now()) : to - clock.now());
+    await turn();
+    afterEach();
+  }
+  await turn();
 }
