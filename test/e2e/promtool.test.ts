@@ -97,7 +97,8 @@ describe('promtool', { skip }, () => {
         '30',
       ],
       // Both leases renewed once: every series has its samples.
-      (scrape) => series.every((pattern) => pattern.test(scrape)) && /^queenctl_leases\{state="held"\} 2$/m.test(scrape),
+      (scrape) =>
+        series.every((pattern) => pattern.test(scrape)) && /^queenctl_leases\{state="held"\} 2$/m.test(scrape),
     );
     for (const pattern of series) assert.match(text, pattern, `${pattern.source} is served`);
     const { status, output } = promtool(['check', 'metrics'], text);
