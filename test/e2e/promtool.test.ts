@@ -32,13 +32,19 @@ const skip = installed
   : 'promtool is not installed (Debian: apt-get install --no-install-recommends prometheus; CI installs it)';
 const simulator = sharedSimulator();
 
-async function scrapeOf(args: string[]): Promise<string> {
+/** The first scrape `ready` accepts (polled, not slept on); the limit only turns a hang into a failure. */
+async function scrapeOf(args: string[], ready: (text: string) => boolean): Promise<string> {
   // Before any `--`: what follows it is the command's.
   const run = startInProcess([...args.slice(0, 2), '--metrics-address', '127.0.0.1:0', ...args.slice(2)]);
   const [, address] = await run.waitForStderr(/serving metrics on http:\/\/(\S+)\/metrics/);
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  const response = await fetch(`http://${address}/metrics`, { signal: AbortSignal.timeout(PROMTOOL_WITHIN_MS) });
-  const text = await response.text();
+  const started = Date.now();
+  let text = '';
+  for (;;) {
+    const response = await fetch(`http://${address}/metrics`, { signal: AbortSignal.timeout(PROMTOOL_WITHIN_MS) });
+    text = await response.text();
+    if (ready(text) || Date.now() - started > PROMTOOL_WITHIN_MS) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   run.kill('SIGINT');
   const result = await run.exited;
   assert.equal(result.code, 130, result.stderr);
@@ -60,23 +66,7 @@ describe('promtool', { skip }, () => {
 
   it('check metrics: a watch with a command and --metrics-per-lease, every series present', async () => {
     const sim = simulator();
-    const text = await scrapeOf([
-      'lease',
-      'watch',
-      sim.mint({ seconds: 60 }),
-      sim.mint({ seconds: 60 }),
-      '--server',
-      sim.url,
-      '--seconds',
-      '60',
-      '-o',
-      'ndjson',
-      '--metrics-per-lease',
-      '--',
-      'sleep',
-      '30',
-    ]);
-    for (const name of [
+    const series = [
       'queenctl_renewals_total',
       'queenctl_leases',
       'queenctl_lease_min_remaining_seconds',
@@ -88,8 +78,29 @@ describe('promtool', { skip }, () => {
       'queenctl_build_info',
       'queenctl_lease_remaining_seconds',
       'process_cpu_seconds_total',
-    ])
-      assert.match(text, new RegExp(`^${name}[ {]`, 'm'), `${name} is served`);
+    ].map((name) => new RegExp(`^${name}[ {]`, 'm'));
+    const text = await scrapeOf(
+      [
+        'lease',
+        'watch',
+        sim.mint({ seconds: 60 }),
+        sim.mint({ seconds: 60 }),
+        '--server',
+        sim.url,
+        '--seconds',
+        '60',
+        '-o',
+        'ndjson',
+        '--metrics-per-lease',
+        '--',
+        'sleep',
+        '30',
+      ],
+      // Both leases renewed once: every series has its samples.
+      (scrape) =>
+        series.every((pattern) => pattern.test(scrape)) && /^queenctl_leases\{state="held"\} 2$/m.test(scrape),
+    );
+    for (const pattern of series) assert.match(text, pattern, `${pattern.source} is served`);
     const { status, output } = promtool(['check', 'metrics'], text);
     assert.equal(status, 0, output);
     assert.equal(output, '');
@@ -98,17 +109,10 @@ describe('promtool', { skip }, () => {
   it('check metrics: lease list --watch', async () => {
     const sim = simulator();
     sim.mint({ group: 'billing', queue: 'orders', seconds: 60 });
-    const text = await scrapeOf([
-      'lease',
-      'list',
-      '--watch',
-      '--interval',
-      '100ms',
-      '--server',
-      sim.url,
-      '-o',
-      'ndjson',
-    ]);
+    const text = await scrapeOf(
+      ['lease', 'list', '--watch', '--interval', '100ms', '--server', sim.url, '-o', 'ndjson'],
+      (scrape) => /^queenctl_list_held_leases\{/m.test(scrape),
+    );
     assert.match(text, /^queenctl_list_held_leases\{group="billing",queue="orders"\} 1$/m);
     const { status, output } = promtool(['check', 'metrics'], text);
     assert.equal(status, 0, output);

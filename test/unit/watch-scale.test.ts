@@ -19,7 +19,7 @@ import {
   type WatchSummary,
   type WatchTiming,
 } from '../../src/renewal/scheduler.js';
-import { FakeClock, fakeRenewal, pauseUnless } from '../support/fakes.js';
+import { FakeClock, fakeRenewal, pauseUnless, runFor } from '../support/fakes.js';
 
 const S = 1000;
 
@@ -142,14 +142,13 @@ interface Harness {
   events: WatchEvent[];
   warnings: Array<{ at: number; text: string }>;
   done: Promise<WatchSummary>;
-  advance(ms: number, stepMs?: number): Promise<void>;
+  /** Moves fake time on from wake-up to wake-up, letting the scheduler run at each. */
+  advance(ms: number): Promise<void>;
   of<K extends WatchEvent['event']>(kind: K): Array<Extract<WatchEvent, { event: K }>>;
   /** Ms since the start of an event. */
   when(event: WatchEvent): number;
   stop(): Promise<WatchSummary>;
 }
-
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** The watch as `lease watch` runs it without --concurrency: from 16, adapting up to 256. */
 const ADAPTIVE = { concurrency: 16, maxConcurrency: 256, concurrencyGiven: false };
@@ -188,13 +187,19 @@ function harness(
     events,
     warnings,
     done,
-    async advance(ms, stepMs = 10) {
-      await flush();
-      for (let moved = 0; moved < ms; moved += stepMs) {
-        clock.advance(Math.min(stepMs, ms - moved));
-        await flush();
-        if (broker.elapsed() % 500 < stepMs) broker.checkLapses(held);
-      }
+    async advance(ms) {
+      let lastCheck = clock.now();
+      await runFor(
+        clock,
+        ms,
+        () => {
+          if (clock.now() - lastCheck >= 500) {
+            broker.checkLapses(held);
+            lastCheck = clock.now();
+          }
+        },
+        10,
+      );
     },
     of: (kind) => events.filter((event) => event.event === kind) as never,
     when: (event) => Date.parse(event.at) - broker.start,

@@ -297,9 +297,22 @@ function parseLeaseSpec(spec: unknown): MintPlan {
 }
 
 /** Looks like the broker's ids (UUIDv7: 48-bit ms timestamp, version 7, RFC 4122 variant). */
+/** Random bytes drawn in blocks: a test mints thousands of leases, and a draw per id was costly. */
+let randomPool = Buffer.alloc(0);
+let randomAt = 0;
+
+function randomHex(bytes: number): string {
+  if (randomAt + bytes > randomPool.length) {
+    randomPool = randomBytes(4096);
+    randomAt = 0;
+  }
+  randomAt += bytes;
+  return randomPool.toString('hex', randomAt - bytes, randomAt);
+}
+
 function uuidV7Like(ms: number): string {
   const time = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0').slice(-12);
-  const rand = randomBytes(10).toString('hex');
+  const rand = randomHex(10);
   const variant = ((parseInt(rand.slice(3, 4), 16) & 0x3) | 0x8).toString(16);
   return [
     time.slice(0, 8),

@@ -112,10 +112,29 @@ function writeHead(res: http.ServerResponse, reply: Reply, contentLength: number
   res.writeHead(reply.status, reply.statusMessage);
 }
 
+/**
+ * Large bodies, encoded once: a test sends the same 10 MB answer to many requests, and encoding
+ * it for each one was most of the simulator's CPU. A string this long is looked up by identity
+ * and length in practice (V8 does not hash its content), so the lookup costs nothing.
+ */
+const encodedBodies = new Map<string, Buffer>();
+const ENCODE_ONCE_FROM = 64 * 1024;
+
+function encodeBody(body: string): Buffer {
+  if (body.length < ENCODE_ONCE_FROM) return Buffer.from(body, 'utf8');
+  let encoded = encodedBodies.get(body);
+  if (encoded === undefined) {
+    if (encodedBodies.size >= 4) encodedBodies.clear();
+    encoded = Buffer.from(body, 'utf8');
+    encodedBodies.set(body, encoded);
+  }
+  return encoded;
+}
+
 /** Sends the whole answer; false (and nothing sent) when the response is gone or already begun. */
 export function send(res: http.ServerResponse, reply: Reply, brokerNow: number): boolean {
   if (res.destroyed || res.headersSent) return false;
-  const body = Buffer.from(reply.body, 'utf8');
+  const body = encodeBody(reply.body);
   writeHead(res, reply, body.length, brokerNow);
   res.end(body);
   return true;
@@ -124,7 +143,7 @@ export function send(res: http.ServerResponse, reply: Reply, brokerNow: number):
 /** Headers promising the whole body, half of it, then a reset: an answer lost mid-flight. */
 export function sendHalf(res: http.ServerResponse, reply: Reply, brokerNow: number): boolean {
   if (res.destroyed || res.headersSent) return false;
-  const body = Buffer.from(reply.body, 'utf8');
+  const body = encodeBody(reply.body);
   writeHead(res, reply, body.length, brokerNow);
   res.flushHeaders();
   res.write(body.subarray(0, Math.floor(body.length / 2)), () => res.destroy());
