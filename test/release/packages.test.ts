@@ -259,9 +259,9 @@ describe('the .debs', { skip }, () => {
       assert.equal(removed.code, 0, removed.stdout + removed.stderr);
       const left = listed.filter((path) => path.includes('queenctl') && existsSync(path));
       assert.deepEqual(left, [], 'dpkg -r removed every file and directory of its own');
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own field syntax
       const status = await tool(
         'dpkg-query',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own field syntax
         ['--show', '--showformat=${db:Status-Status}', 'queenctl'],
         30_000,
         [0, 1],
