@@ -72,6 +72,7 @@ describe('a reader that goes away', () => {
 });
 
 describe('a stderr nobody reads', () => {
+  // One run proves it: an error of stderr is ignored in one place (src/cli.ts), whatever the status.
   it('does not change the exit code: a lost lease still exits 4, not 1', async () => {
     const run = startCli(['lease', 'extend', 'gone-1', 'gone-2', '--server', sim.url, '-o', 'json'], { exit: 4 });
     run.process.stderr.destroy();
@@ -81,13 +82,6 @@ describe('a stderr nobody reads', () => {
       records(stdout).map((record) => record.renewed),
       [0, 0],
     );
-  });
-
-  it('does not change the exit code of a broker error either: 2', async () => {
-    sim.inject({ kind: 'status', status: 500, body: '{"error":"renew failed: x"}' });
-    const run = startCli(['lease', 'inspect', 'x', '--server', sim.url], { exit: 2 });
-    run.process.stderr.destroy();
-    assert.equal((await run.exited).code, 2);
   });
 });
 
