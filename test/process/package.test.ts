@@ -25,6 +25,7 @@ import {
   readFileSync,
   realpathSync,
   rmSync,
+  symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
@@ -150,11 +151,22 @@ function buildOf(packageDir: string): { id: string; node: string } {
 }
 
 const cacheDir = (cacheHome: string): string => join(cacheHome, 'queenctl', 'code');
-/** Each file of the bundle ships a cache (scripts/bundle.mjs); a copy without them takes another Node's path. */
-function removeShippedCaches(packageDir: string): void {
-  for (const file of readdirSync(join(packageDir, 'dist'))) {
-    if (file.endsWith('.cache')) rmSync(join(packageDir, 'dist', file));
+/**
+ * A copy of the installed package without the cache shipped for each file of the bundle
+ * (scripts/bundle.mjs): it takes another Node's path. Its dependencies are the installed ones
+ * (a link: copying them costs the suite and proves nothing).
+ */
+function copyWithoutShippedCaches(name: string): string {
+  const copy = join(scratch, name);
+  mkdirSync(copy);
+  for (const entry of readdirSync(installed)) {
+    if (entry === 'node_modules') symlinkSync(join(installed, entry), join(copy, entry));
+    else cpSync(join(installed, entry), join(copy, entry), { recursive: true });
   }
+  for (const file of readdirSync(join(copy, 'dist'))) {
+    if (file.endsWith('.cache')) rmSync(join(copy, 'dist', file));
+  }
+  return copy;
 }
 
 /** undici's file is loaded under --liftoff-only on Node 20, and has caches of that kind (bin/queenctl.cjs). */
@@ -214,9 +226,7 @@ it(EACH_KIND, {
   skip: npmPackage,
 }, async () => {
   assert.ok(installed, 'the package was installed by the test above');
-  const copy = join(scratch, 'no-shipped-cache');
-  cpSync(installed, copy, { recursive: true });
-  removeShippedCaches(copy);
+  const copy = copyWithoutShippedCaches('no-shipped-cache');
   const prefix = `${process.version}-${process.arch}-${buildOf(copy).id}`;
   const cacheHome = mkdtempSync(join(scratch, 'cache-'));
   const dir = cacheDir(cacheHome);
@@ -284,9 +294,7 @@ it('a cache directory that cannot be written, or no HOME, changes nothing but th
   skip: npmPackage,
 }, async () => {
   assert.ok(installed, 'the package was installed by the test above');
-  const copy = join(scratch, 'unwritable');
-  cpSync(installed, copy, { recursive: true });
-  removeShippedCaches(copy);
+  const copy = copyWithoutShippedCaches('unwritable');
   // A file where the directory should be: refused even to root, who may write a read-only one.
   const file = join(scratch, 'a-file');
   writeFileSync(file, '');
