@@ -46,8 +46,8 @@ async function until(condition: () => boolean, what: string, timeoutMs = 30_000)
 }
 
 describe('a reader that goes away', () => {
+  // Each verb, each kind of writer (a record per line, one document).
   for (const [verb, format] of [
-    ['extend', 'ndjson'],
     ['inspect', 'ndjson'],
     ['extend', 'json'],
   ] as const) {
@@ -72,6 +72,7 @@ describe('a reader that goes away', () => {
 });
 
 describe('a stderr nobody reads', () => {
+  // One run proves it: an error of stderr is ignored in one place (src/cli.ts), whatever the status.
   it('does not change the exit code: a lost lease still exits 4, not 1', async () => {
     const run = startCli(['lease', 'extend', 'gone-1', 'gone-2', '--server', sim.url, '-o', 'json'], { exit: 4 });
     run.process.stderr.destroy();
@@ -82,26 +83,20 @@ describe('a stderr nobody reads', () => {
       [0, 0],
     );
   });
-
-  it('does not change the exit code of a broker error either: 2', async () => {
-    sim.inject({ kind: 'status', status: 500, body: '{"error":"renew failed: x"}' });
-    const run = startCli(['lease', 'inspect', 'x', '--server', sim.url], { exit: 2 });
-    run.process.stderr.destroy();
-    assert.equal((await run.exited).code, 2);
-  });
 });
 
 interface Interruption {
   verb: 'extend' | 'inspect';
-  signal: 'SIGINT' | 'SIGTERM';
+  signal: 'SIGINT' | 'SIGTERM' | 'SIGHUP';
   code: number;
 }
 
 describe('a signal in the middle of a bulk run', () => {
+  // Each verb once; SIGHUP (the terminal went away) is taken as SIGINT, with its own status. SIGINT
+  // itself ends the run below, with the same report.
   const cases: Interruption[] = [
-    { verb: 'extend', signal: 'SIGINT', code: 130 },
-    { verb: 'extend', signal: 'SIGTERM', code: 143 },
-    { verb: 'inspect', signal: 'SIGINT', code: 130 },
+    { verb: 'inspect', signal: 'SIGTERM', code: 143 },
+    { verb: 'extend', signal: 'SIGHUP', code: 129 },
   ];
   for (const { verb, signal, code } of cases) {
     it(`lease ${verb} over ${BULK} ids, ${signal}: stops issuing, reports what was done, exits ${code}`, async () => {
@@ -182,33 +177,5 @@ describe('a signal while standard input is still open', () => {
       ),
     );
     assertNoStackTrace(stderr);
-  });
-});
-
-describe('a hangup in the middle of a bulk run', () => {
-  it('SIGHUP mid-run is taken as SIGINT: stops issuing, reports what was done, exits 129', async () => {
-    // 1,000 ids at 4 in flight and 200 ms an answer: 50 s of work, so the signal finds it running.
-    const ids = Array.from({ length: 1_000 }, () => sim.mint());
-    sim.inject({ kind: 'latency', ms: 200 });
-    const run = startCli(['lease', 'extend', '-', '--concurrency', '4', '-o', 'ndjson', '--server', sim.url], {
-      exit: 129,
-      stdin: `${ids.join('\n')}\n`,
-    });
-    await run.waitForStdout(/^(.*\n){3}/);
-    run.kill('SIGHUP');
-    const result = await run.exited;
-    assert.equal(result.signal, null, 'ended by itself, not killed by the signal');
-    assert.equal(result.code, 129, result.stderr);
-    const records = result.stdout
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as { leaseId: string });
-    assert.ok(records.length < ids.length, 'stopped issuing');
-    assert.deepEqual(
-      records.map((record) => record.leaseId),
-      ids.slice(0, records.length),
-    );
-    const done = /^queenctl: interrupted after \d+ lease ids: \d+ renewed, 0 not renewed, \d+ unknown; the remaining/m;
-    assert.match(result.stderr, done);
   });
 });

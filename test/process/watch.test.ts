@@ -89,8 +89,9 @@ describe('lease watch -o yaml -- command', { concurrency: true }, () => {
 });
 
 describe('lease watch: signals without a command', { concurrency: true }, () => {
+  // SIGINT through the kernel: test/process/readers-and-signals.test.ts (the same handler,
+  // src/cli.ts); a watch's SIGINT in-process: test/e2e/watch.test.ts.
   for (const [signal, code] of [
-    ['SIGINT', 130],
     ['SIGTERM', 143],
     // Caught, not fatal: the terminal that went away must not cost the stream its last events.
     ['SIGHUP', 129],
