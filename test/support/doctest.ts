@@ -25,11 +25,13 @@
  * `queenctl` on PATH (the built bin, or QUEENCTL_EXE, each call limited to 10 s by timeout(1)).
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Simulator } from '../../tools/simulator/index.js';
-import { cliCommandLine, runShell } from './cli.js';
+import { cliCommandLine, EXE, runShell } from './cli.js';
+import { type RunningInProcess, startInProcess } from './in-process.js';
 
 /** The repository (this file runs from dist/test/support/). */
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -265,7 +267,10 @@ function scratchDir(prefix: string): string {
   return dir;
 }
 
-/** A directory holding `queenctl`: the bin under test behind timeout(1). Made once per process. */
+/**
+ * A directory holding `queenctl`: the bin under test behind timeout(1), for the runs that must be
+ * a process (below). Made once per process.
+ */
 let shimDir: string | undefined;
 function queenctlOnPath(): string {
   if (shimDir) return shimDir;
@@ -281,11 +286,165 @@ function queenctlOnPath(): string {
 /** Code caches shared by every block of the process, so a Node without shipped caches makes them once. */
 let cacheDir: string | undefined;
 
+// --- queenctl in this process ---------------------------------------------------------------------
+//
+// A Node start-up per command was most of what the doc tests cost (~0.15 CPU-s each, 60-odd of
+// them). So a block's `queenctl` is a bash function that runs the command in the test process
+// (test/support/in-process.ts) over a loopback connection bash opens itself (/dev/tcp), without
+// starting any process: its arguments, exported environment and, when an argument is `-`, its
+// standard input go one way; its stdout and stderr, in the order written, and its exit status
+// come back; a SIGTERM, SIGINT or SIGHUP the function gets is passed on to the run. Two kinds of
+// command still run the bin as a process (through PATH): a watch with a command after `--`,
+// whose child inherits queenctl's stdio (here the test process's own) unless it is a `sleep`,
+// alone or under timeout(1), which prints nothing; and any queenctl a block starts some other
+// way (`sh -c`, xargs). Under QUEENCTL_EXE every command runs the executable. The bin itself, its
+// start-up and its signals as a process are test/process/'s to prove.
+
+/** Escapes a text for one line of the protocol: `\`, newline and CR as bash's printf %b reads them. */
+function escapeLine(text: string): string {
+  return text.replaceAll('\\', '\\\\').replaceAll('\n', '\\n').replaceAll('\r', '\\r');
+}
+
+function unescapeLine(text: string): string {
+  return text.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c === 'r' ? '\r' : c));
+}
+
+const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGKILL: 9,
+  SIGPIPE: 13,
+  SIGTERM: 15,
+};
+
+/** One command from a block's bash: `A arg`, `V NAME=value`, `I line`, `J last line`, `R`, then `S SIGNAL`. */
+function serveCommand(socket: Socket): void {
+  const args: string[] = [];
+  const env: Record<string, string> = {};
+  let stdin = '';
+  let run: RunningInProcess | undefined;
+  let buffered = '';
+  // Lines go out together once per turn of the event loop: a write per line of output cost a
+  // system call and a wake-up of bash each.
+  let outgoing: string[] = [];
+  const drain = (): void => {
+    if (outgoing.length > 0 && !socket.destroyed) socket.write(`${outgoing.join('\n')}\n`);
+    outgoing = [];
+  };
+  const send = (line: string): void => {
+    if (outgoing.length === 0) setImmediate(drain);
+    outgoing.push(line);
+  };
+  const start = (): void => {
+    const handle = startInProcess(args, { env, stdin, timeoutMs: COMMAND_LIMIT_S * 1000 });
+    run = handle;
+    let out = 0;
+    let err = 0;
+    const flush = (): undefined => {
+      const stdout = handle.stdout();
+      const stderr = handle.stderr();
+      if (stdout.length > out) send(`O ${escapeLine(stdout.slice(out))}`);
+      if (stderr.length > err) send(`E ${escapeLine(stderr.slice(err))}`);
+      out = stdout.length;
+      err = stderr.length;
+      return undefined;
+    };
+    // Called on every write, so the two streams come back in the order they were written.
+    handle.until(flush, 'the end of the run', COMMAND_LIMIT_S * 1000 + 5000).catch(() => {});
+    handle.exited.then(
+      (result) => {
+        flush();
+        // timeout(1)'s status for a run past the limit; a shell's 128+n for one a signal ended.
+        const status = result.killed ? 124 : (result.code ?? 128 + (SIGNAL_NUMBERS[result.signal ?? 'SIGKILL'] ?? 9));
+        send(`X ${status}`);
+        drain();
+        socket.end();
+      },
+      (error: unknown) => {
+        flush();
+        send(`E ${escapeLine(`queenctl (in the doc test's process): run() threw: ${String(error)}\n`)}`);
+        send('X 70');
+        drain();
+        socket.end();
+      },
+    );
+  };
+  socket.setEncoding('utf8');
+  socket.on('error', () => run?.kill('SIGKILL'));
+  socket.on('data', (chunk: string) => {
+    buffered += chunk;
+    for (let end = buffered.indexOf('\n'); end >= 0; end = buffered.indexOf('\n')) {
+      const line = buffered.slice(0, end);
+      buffered = buffered.slice(end + 1);
+      const value = unescapeLine(line.slice(2));
+      if (line.startsWith('A ')) args.push(value);
+      else if (line.startsWith('V ')) {
+        const eq = value.indexOf('=');
+        env[value.slice(0, eq)] = value.slice(eq + 1);
+      } else if (line.startsWith('I ')) stdin += `${value}\n`;
+      else if (line.startsWith('J ')) stdin += value;
+      else if (line === 'R' && !run) start();
+      else if (line.startsWith('S ')) run?.kill(value as NodeJS.Signals);
+    }
+  });
+}
+
+/** The port of the loopback server that runs blocks' commands in this process; started once. */
+let portPromise: Promise<number> | undefined;
+function inProcessPort(): Promise<number> {
+  portPromise ??= new Promise((resolve, reject) => {
+    const server = createServer(serveCommand);
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      // It must not keep the test process alive once the tests are done.
+      server.unref();
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+  return portPromise;
+}
+
+/** The bash function `queenctl` of a block (see above); $__QUEENCTL_PORT names the server. Written
+ * with `@{` for bash's `${`, which a template literal would take for its own. */
+const QUEENCTL_FUNCTION = String.raw`__qesc() { __q=@{1//\\/\\\\}; __q=@{__q//$'\n'/\\n}; __q=@{__q//$'\r'/\\r}; }
+queenctl() {
+  local __a __m= __n __fd __line __rc=125 __stdin= __child= __words=" $* " __quiet='^(timeout [^ ]+ )?sleep [^ ]+ $'
+  if [[ $__words == *" -- "* && ! @{__words#*' -- '} =~ $__quiet ]]; then command queenctl "$@"; return; fi
+  for __a in "$@"; do
+    [[ $__a == -- ]] && __child=1
+    [[ $__a == - && -z $__child ]] && __stdin=1
+    __qesc "$__a"; __m+="A $__q"$'\n'
+  done
+  for __n in $(compgen -e); do __qesc "@{!__n-}"; __m+="V $__n=$__q"$'\n'; done
+  if [[ -n $__stdin ]]; then
+    while IFS= read -r __line; do __qesc "$__line"; __m+="I $__q"$'\n'; done
+    if [[ -n $__line ]]; then __qesc "$__line"; __m+="J $__q"$'\n'; fi
+  fi
+  exec {__fd}<>"/dev/tcp/127.0.0.1/$__QUEENCTL_PORT" || return 125
+  trap 'printf "S SIGTERM\n" >&$__fd' TERM
+  trap 'printf "S SIGINT\n" >&$__fd' INT
+  trap 'printf "S SIGHUP\n" >&$__fd' HUP
+  printf '%sR\n' "$__m" >&$__fd
+  while IFS= read -r -u "$__fd" __line; do
+    case @{__line:0:1} in
+      O) printf '%b' "@{__line:2}" ;;
+      E) printf '%b' "@{__line:2}" >&2 ;;
+      X) __rc=@{__line:2}; break ;;
+    esac
+  done
+  trap - TERM INT HUP
+  exec {__fd}>&-
+  [[ $__rc != 125 ]] || printf 'queenctl (doc test): the in-process runner hung up\n' >&2
+  return "$__rc"
+}`.replaceAll('@{', '$' + '{');
+
 const MARK = '\u001e';
 
 /** The bash script of a block: each command, then a marker line with its index and exit status. */
 export function blockScript(block: DocBlock): string {
   const parts = ['set -uo pipefail', 'exec 2>&1', '__rc() { return "$1"; }', '__s=0'];
+  if (!EXE) parts.push(QUEENCTL_FUNCTION);
   block.commands.forEach((command, index) => {
     parts.push('__rc "$__s"', command.text, `__s=$?; printf '\\n${MARK}%d %d${MARK}\\n' ${index} "$__s"`);
   });
@@ -317,7 +476,13 @@ export async function checkBlock(block: DocBlock, sim: Simulator): Promise<strin
     result = await runShell(blockScript(block), {
       cwd: home,
       timeoutMs: (block.commands.length * COMMAND_LIMIT_S + 10) * 1000,
-      env: { ...vars, HOME: home, XDG_CACHE_HOME: cacheDir, PATH: `${queenctlOnPath()}:${process.env.PATH ?? ''}` },
+      env: {
+        ...vars,
+        HOME: home,
+        XDG_CACHE_HOME: cacheDir,
+        PATH: `${queenctlOnPath()}:${process.env.PATH ?? ''}`,
+        __QUEENCTL_PORT: String(await inProcessPort()),
+      },
       exit: 0,
     });
   } catch (error) {
