@@ -22,7 +22,8 @@
  *
  * Each block runs in one `bash` (`set -uo pipefail`, every command's status checked) with a
  * fresh HOME whose config has the context `sim`, a simulator of its own holding the scene below,
- * `queenctl` on PATH (the built bin, or QUEENCTL_EXE, each call limited to 10 s by timeout(1)).
+ * and `queenctl`: a function that runs the command in this process (see "queenctl in this
+ * process" below), else the built bin or QUEENCTL_EXE on PATH; each call limited to 10 s.
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
@@ -390,6 +391,12 @@ function serveCommand(socket: Socket): void {
   });
 }
 
+/**
+ * Where the function writes the names of the exported variables (a builtin's output written to a
+ * file costs no fork, unlike `$(...)`).
+ */
+let envDir: string | undefined;
+
 /** The port of the loopback server that runs blocks' commands in this process; started once. */
 let portPromise: Promise<number> | undefined;
 function inProcessPort(): Promise<number> {
@@ -409,14 +416,15 @@ function inProcessPort(): Promise<number> {
  * with `@{` for bash's `${`, which a template literal would take for its own. */
 const QUEENCTL_FUNCTION = String.raw`__qesc() { __q=@{1//\\/\\\\}; __q=@{__q//$'\n'/\\n}; __q=@{__q//$'\r'/\\r}; }
 queenctl() {
-  local __a __m= __n __fd __line __rc=125 __stdin= __child= __words=" $* " __quiet='^(timeout [^ ]+ )?sleep [^ ]+ $'
+  local __a __m= __n __names __fd __line __rc=125 __stdin= __child= __words=" $* " __quiet='^(timeout [^ ]+ )?sleep [^ ]+ $'
   if [[ $__words == *" -- "* && ! @{__words#*' -- '} =~ $__quiet ]]; then command queenctl "$@"; return; fi
   for __a in "$@"; do
     [[ $__a == -- ]] && __child=1
     [[ $__a == - && -z $__child ]] && __stdin=1
     __qesc "$__a"; __m+="A $__q"$'\n'
   done
-  for __n in $(compgen -e); do __qesc "@{!__n-}"; __m+="V $__n=$__q"$'\n'; done
+  compgen -e > "$__QUEENCTL_TMP/$BASHPID"; mapfile -t __names < "$__QUEENCTL_TMP/$BASHPID"
+  for __n in "@{__names[@]}"; do __qesc "@{!__n-}"; __m+="V $__n=$__q"$'\n'; done
   if [[ -n $__stdin ]]; then
     while IFS= read -r __line; do __qesc "$__line"; __m+="I $__q"$'\n'; done
     if [[ -n $__line ]]; then __qesc "$__line"; __m+="J $__q"$'\n'; fi
@@ -481,7 +489,12 @@ export async function checkBlock(block: DocBlock, sim: Simulator): Promise<strin
         HOME: home,
         XDG_CACHE_HOME: cacheDir,
         PATH: `${queenctlOnPath()}:${process.env.PATH ?? ''}`,
-        __QUEENCTL_PORT: String(await inProcessPort()),
+        ...(EXE
+          ? {}
+          : {
+              __QUEENCTL_PORT: String(await inProcessPort()),
+              __QUEENCTL_TMP: (envDir ??= scratchDir('queenctl-doctest-env-')),
+            }),
       },
       exit: 0,
     });
