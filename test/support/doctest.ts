@@ -396,6 +396,10 @@ function serveCommand(socket: Socket): void {
  * file costs no fork, unlike `$(...)`).
  */
 let envDir: string | undefined;
+function namesDir(): string {
+  envDir ??= scratchDir('queenctl-doctest-env-');
+  return envDir;
+}
 
 /** The port of the loopback server that runs blocks' commands in this process; started once. */
 let portPromise: Promise<number> | undefined;
@@ -493,7 +497,7 @@ export async function checkBlock(block: DocBlock, sim: Simulator): Promise<strin
           ? {}
           : {
               __QUEENCTL_PORT: String(await inProcessPort()),
-              __QUEENCTL_TMP: (envDir ??= scratchDir('queenctl-doctest-env-')),
+              __QUEENCTL_TMP: namesDir(),
             }),
       },
       exit: 0,
