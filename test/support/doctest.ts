@@ -421,7 +421,10 @@ function inProcessPort(): Promise<number> {
 const QUEENCTL_FUNCTION = String.raw`__qesc() { __q=@{1//\\/\\\\}; __q=@{__q//$'\n'/\\n}; __q=@{__q//$'\r'/\\r}; }
 queenctl() {
   local __a __m= __n __names __fd __line __rc=125 __stdin= __child= __words=" $* " __quiet='^(timeout [^ ]+ )?sleep [^ ]+ $'
-  if [[ $__words == *" -- "* && ! @{__words#*' -- '} =~ $__quiet ]]; then command queenctl "$@"; return; fi
+  if [[ $__words == *" -- "* && ! @{__words#*' -- '} =~ $__quiet ]]; then
+    command queenctl "$@"
+    return
+  fi
   for __a in "$@"; do
     [[ $__a == -- ]] && __child=1
     [[ $__a == - && -z $__child ]] && __stdin=1
