@@ -420,7 +420,8 @@ function inProcessPort(): Promise<number> {
  * with `@{` for bash's `${`, which a template literal would take for its own. */
 const QUEENCTL_FUNCTION = String.raw`__qesc() { __q=@{1//\\/\\\\}; __q=@{__q//$'\n'/\\n}; __q=@{__q//$'\r'/\\r}; }
 queenctl() {
-  local __a __m= __n __names __fd __line __rc=125 __stdin= __child= __words=" $* " __quiet='^(timeout [^ ]+ )?sleep [^ ]+ $'
+  local __a __m= __n __names __fd __line __rc=125 __stdin= __child=
+  local __words=" $* " __quiet='^(timeout [^ ]+ )?sleep [^ ]+ $'
   if [[ $__words == *" -- "* && ! @{__words#*' -- '} =~ $__quiet ]]; then
     command queenctl "$@"
     return
