@@ -20,18 +20,20 @@
  *   ending in `Ms`, runs of spaces (table columns). `[..]` or `…` in a line matches any text;
  *   a line holding only `...` or `…` matches any number of lines.
  *
- * Each block runs in one `bash` (`set -uo pipefail`, every command's status checked) with a
+ * Each block runs in a bash job of its own (`set -uo pipefail`, every command's status checked;
+ * one bash per test process runs them, see "one bash for the blocks" below) with a
  * fresh HOME whose config has the context `sim`, a simulator of its own holding the scene below,
  * and `queenctl`: a function that runs the command in this process (see "queenctl in this
  * process" below), else the built bin or QUEENCTL_EXE on PATH; each call limited to 10 s.
  */
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Simulator } from '../../tools/simulator/index.js';
-import { cliCommandLine, EXE, runShell } from './cli.js';
+import { cleanEnv, cliCommandLine, EXE } from './cli.js';
 import { type RunningInProcess, startInProcess } from './in-process.js';
 
 /** The repository (this file runs from dist/test/support/). */
@@ -475,6 +477,111 @@ export interface CommandOutcome {
   output: string;
 }
 
+// --- one bash for the blocks -------------------------------------------------------------------
+//
+// A bash started for each block cost a spawn from this (large) process and bash's own start-up.
+// One bash per test process instead runs each block in a job of its own (job control on: each
+// job is a process group, killed whole by the kill timer), the block's environment sourced from
+// a file in its HOME, its output (stderr joined to stdout, as the block script does) written to
+// a file there; it reports `start <id> <pid>` and `end <id> <status>` on its stdout.
+
+const RUNNER_LOOP = `set -m
+while IFS=' ' read -r __id __dir; do
+  ( ( cd "$__dir" && . ./.doctest-env && . ./.doctest-block ) > "$__dir/.doctest-out" 2>&1 < /dev/null
+    echo "end $__id $?" ) &
+  echo "start $__id $!"
+done
+`;
+
+interface Job {
+  pid?: number;
+  done(status: number | undefined, why?: string): void;
+}
+
+let runner: { child: ChildProcessWithoutNullStreams; jobs: Map<number, Job> } | undefined;
+let lastJob = 0;
+
+function bashRunner(): NonNullable<typeof runner> {
+  if (runner) return runner;
+  const child = spawn('bash', ['-c', RUNNER_LOOP], { env: cleanEnv(), stdio: 'pipe' });
+  const jobs = new Map<number, Job>();
+  const current = { child, jobs };
+  runner = current;
+  let buffered = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    buffered += chunk;
+    for (let end = buffered.indexOf('\n'); end >= 0; end = buffered.indexOf('\n')) {
+      const [what, id, value] = buffered.slice(0, end).split(' ');
+      buffered = buffered.slice(end + 1);
+      const job = jobs.get(Number(id));
+      if (!job) continue;
+      if (what === 'start') job.pid = Number(value);
+      else if (what === 'end') job.done(Number(value));
+    }
+  });
+  child.stderr.resume();
+  const gone = (why: string): void => {
+    if (runner === current) runner = undefined;
+    for (const job of jobs.values()) job.done(undefined, why);
+  };
+  child.on('error', (error) => gone(`the blocks' bash could not run: ${error.message}`));
+  child.on('exit', (code, signal) => gone(`the blocks' bash ended (${signal ?? `exit ${code}`})`));
+  // Waiting for a block keeps the test process alive (its kill timer); the idle bash does not, but
+  // once nothing else is left the test process ends it and waits for it: no process is left
+  // behind, and its CPU time (its jobs' too) is counted in the test process's children's.
+  child.unref();
+  for (const stream of [child.stdin, child.stdout, child.stderr]) (stream as unknown as Socket).unref();
+  process.once('beforeExit', () => {
+    child.ref();
+    (child.stdout as unknown as Socket).ref();
+    child.stdin.end();
+  });
+  return current;
+}
+
+/** Runs a block's script in `home` with `env` on top of the clean environment; its output. */
+function runBlockScript(script: string, home: string, timeoutMs: number, env: Record<string, string>): Promise<string> {
+  const quote = (value: string): string => `'${value.replaceAll("'", "'\\''")}'`;
+  writeFileSync(
+    join(home, '.doctest-env'),
+    Object.entries(env)
+      .map(([name, value]) => `export ${name}=${quote(value)}\n`)
+      .join(''),
+  );
+  writeFileSync(join(home, '.doctest-block'), script);
+  const output = (): string => {
+    try {
+      return readFileSync(join(home, '.doctest-out'), 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const { child, jobs } = bashRunner();
+  const id = ++lastJob;
+  return new Promise((resolve, reject) => {
+    const job: Job = {
+      done: (status, why) => {
+        clearTimeout(timer);
+        jobs.delete(id);
+        if (status === 0) resolve(output());
+        else reject(new Error(`${why ?? `the block's bash ended with status ${status}`}\n--- output\n${output()}`));
+      },
+    };
+    const timer = setTimeout(() => {
+      if (job.pid !== undefined) {
+        try {
+          process.kill(-job.pid, 'SIGKILL');
+        } catch {
+          // Already gone.
+        }
+      }
+      job.done(undefined, `the block ran past its ${timeoutMs / 1000} s limit: its processes were killed`);
+    }, timeoutMs);
+    jobs.set(id, job);
+    child.stdin.write(`${id} ${home}\n`);
+  });
+}
+
 /** Runs a block against `sim` (the scene minted on it here); resolves with every problem found. */
 export async function checkBlock(block: DocBlock, sim: Simulator): Promise<string[]> {
   if (block.error) return [block.error];
@@ -487,32 +594,27 @@ export async function checkBlock(block: DocBlock, sim: Simulator): Promise<strin
   );
   writeFileSync(join(home, 'leases.txt'), `${vars.LEASE}\n${vars.LEASE2}\n${vars.DEAD}\n`);
   cacheDir ??= scratchDir('queenctl-doctest-cache-');
-  let result: Awaited<ReturnType<typeof runShell>>;
+  let stdout: string;
   try {
-    result = await runShell(blockScript(block), {
-      cwd: home,
-      timeoutMs: (block.commands.length * COMMAND_LIMIT_S + 10) * 1000,
-      env: {
-        ...vars,
-        HOME: home,
-        XDG_CACHE_HOME: cacheDir,
-        PATH: `${queenctlOnPath()}:${process.env.PATH ?? ''}`,
-        ...(EXE
-          ? {}
-          : {
-              __QUEENCTL_PORT: String(await inProcessPort()),
-              __QUEENCTL_TMP: namesDir(),
-            }),
-      },
-      exit: 0,
+    stdout = await runBlockScript(blockScript(block), home, (block.commands.length * COMMAND_LIMIT_S + 10) * 1000, {
+      ...vars,
+      HOME: home,
+      XDG_CACHE_HOME: cacheDir,
+      PATH: `${queenctlOnPath()}:${process.env.PATH ?? ''}`,
+      ...(EXE
+        ? {}
+        : {
+            __QUEENCTL_PORT: String(await inProcessPort()),
+            __QUEENCTL_TMP: namesDir(),
+          }),
     });
   } catch (error) {
-    // The kill timer, or a script that could not run: the runner's message quotes both streams.
+    // The kill timer, or a script that could not run: the message quotes what it printed.
     return [`${block.file}:${block.line}: ${(error as Error).message}`];
   } finally {
     rmSync(home, { recursive: true, force: true });
   }
-  const outcomes = splitOutcomes(block, result.stdout.replaceAll(sim.url, 'http://localhost:6632'));
+  const outcomes = splitOutcomes(block, stdout.replaceAll(sim.url, 'http://localhost:6632'));
   const problems: string[] = [];
   outcomes.forEach(({ command, code, output }, index) => {
     const where = `${block.file}:${command.line}: \`${command.text}\``;
