@@ -1,0 +1,78 @@
+// The files `npm test` hands to `node --test` (package.json test:built and test:process): the
+// process tests first (the longest), then the rest, with the test files that only call modules
+// in groups that share one process. node --test starts a process per file, and on Node 20 each
+// costs ~0.3 CPU-s before its first test (node, the runner, the modules compiled without a code
+// cache): ~20 of the suite's CPU-s went there (issue 25). A group is a file written here,
+// dist/test/.groups/<name>.js, that imports its members; their tests run, and are reported, as
+// they would be from their own files. Node 22's --test-isolation=none does the same for a whole
+// run; Node 20 has no such flag.
+//
+// A test that changes what the whole process shares (its user, working directory, umask or
+// environment) stays in a process of its own: such a file is never grouped, whatever the rules
+// below say, and so is a test that waits on real time (wall time, not CPU: in a group it would
+// hold up the others). Plain JS, like the other build scripts.
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const tests = join(root, 'dist', 'test');
+const only = process.argv[2]; // `process`: only test/process (npm run test:process)
+
+/** Suites CI runs apart (test:slow, test:exe, test:fleet, test:release, test:image). */
+const APART = /^(slow|exe|fleet|release)\//;
+/** Groups by directory; `alone`: files of it that keep a process of their own (real waits). */
+const GROUPS = [
+  { name: 'unit', directory: /^unit\// },
+  { name: 'reliability-and-tools', directory: /^(reliability|tools)\// },
+  {
+    name: 'e2e',
+    directory: /^e2e\//,
+    alone: ['e2e/watch.test.js', 'e2e/watch-scale.test.js', 'e2e/watch-outage.test.js', 'e2e/metrics.test.js'],
+  },
+  { name: 'docs', directory: /^docs\//, alone: ['docs/doctest.test.js'] },
+];
+/** What marks a test that changes the process's shared state. */
+const SHARED_STATE = new RegExp(
+  [
+    String.raw`\bprocess\.(seteuid|setuid|setgid|setegid|chdir|umask)\??\.?\(`,
+    String.raw`\bprocess\.env(\.\w+|\[[^\]]+\])\s*=[^=]`,
+    String.raw`delete process\.env`,
+  ].join('|'),
+);
+
+function walk(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name.startsWith('.') ? [] : walk(path);
+    return entry.name.endsWith('.test.js') ? [relative(tests, path)] : [];
+  });
+}
+
+const files = walk(tests)
+  .filter((file) => !APART.test(file))
+  .sort();
+const processFiles = files.filter((file) => file.startsWith('process/'));
+const listed = processFiles.map((file) => join('dist', 'test', file));
+if (only !== 'process') {
+  const groupsDir = join(tests, '.groups');
+  rmSync(groupsDir, { recursive: true, force: true });
+  mkdirSync(groupsDir, { recursive: true });
+  const members = new Map(GROUPS.map((group) => [group.name, []]));
+  for (const file of files.filter((file) => !file.startsWith('process/'))) {
+    const group = GROUPS.find((rule) => rule.directory.test(file) && !rule.alone?.includes(file));
+    if (group && !SHARED_STATE.test(readFileSync(join(tests, file), 'utf8'))) members.get(group.name).push(file);
+    else listed.push(join('dist', 'test', file));
+  }
+  for (const [name, grouped] of members) {
+    if (grouped.length === 0) continue;
+    const path = join(groupsDir, `${name}.js`);
+    const imports = grouped.map((file) => `import ${JSON.stringify(pathToFileURL(join(tests, file)).href)};`);
+    writeFileSync(
+      path,
+      `// ${name}: test files that share one process (scripts/test-files.mjs)\n${imports.join('\n')}\n`,
+    );
+    listed.push(relative(root, path));
+  }
+}
+process.stdout.write(`${listed.join('\n')}\n`);
