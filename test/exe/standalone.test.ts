@@ -95,9 +95,14 @@ describe('the release archive', { skip }, () => {
       'README.md',
       'THIRD-PARTY-LICENSES',
       'completions',
+      'man',
       'queenctl',
     ]);
     assert.deepEqual(readdirSync(join(dir, 'completions')).sort(), ['_queenctl', 'queenctl.bash', 'queenctl.fish']);
+    // The man pages of the build (issue 26): one for queenctl, and one per command.
+    const pages = readdirSync(join(dir, 'man'));
+    assert.ok(pages.includes('queenctl.1') && pages.includes('queenctl-lease-extend.1'), pages.join(' '));
+    assert.deepEqual(pages.sort(), readdirSync(join(ROOT, 'dist', 'man')).sort());
     assert.match(readFileSync(join(dir, 'LICENSE'), 'utf8'), /^MIT License/);
     assert.match(readFileSync(join(dir, 'THIRD-PARTY-LICENSES'), 'utf8'), /^Node\.js \d+\.\d+\.\d+/);
     // The completion scripts are what the executable prints for them.
