@@ -99,8 +99,10 @@ describe('the release archive', { skip }, () => {
       'queenctl',
     ]);
     assert.deepEqual(readdirSync(join(dir, 'completions')).sort(), ['_queenctl', 'queenctl.bash', 'queenctl.fish']);
-    // The man pages of the build (issue 26): one for queenctl, and one per command.
-    const pages = readdirSync(join(dir, 'man'));
+    // The man pages of the build (issue 26): one for queenctl, and one per command, in man1/ so
+    // that MANPATH can name the directory.
+    assert.deepEqual(readdirSync(join(dir, 'man')), ['man1']);
+    const pages = readdirSync(join(dir, 'man', 'man1'));
     assert.ok(pages.includes('queenctl.1') && pages.includes('queenctl-lease-extend.1'), pages.join(' '));
     assert.deepEqual(pages.sort(), readdirSync(join(ROOT, 'dist', 'man')).sort());
     assert.match(readFileSync(join(dir, 'LICENSE'), 'utf8'), /^MIT License/);
