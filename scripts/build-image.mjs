@@ -164,8 +164,19 @@ try {
   ];
   mkdirSync(releaseDir, { recursive: true });
   // Under a temporary name until complete: a failure leaves no file that looks like an image.
-  writeFileSync(partial, tar(layout));
+  const image = tar(layout);
+  writeFileSync(partial, image);
   renameSync(partial, output);
+  // The release's SHA256SUMS covers every file of dist/release/ (docs/install.md): the image's
+  // line replaces the one an earlier build of it wrote.
+  const sums = join(releaseDir, 'SHA256SUMS');
+  const others = existsSync(sums)
+    ? readFileSync(sums, 'utf8')
+        .split('\n')
+        .filter((line) => line && !line.endsWith(`  ${basename(output)}`))
+    : [];
+  const line = `${createHash('sha256').update(image).digest('hex')}  ${basename(output)}`;
+  writeFileSync(sums, `${[...others, line].join('\n')}\n`);
   say(`${relative(root, output)}: ${(statSync(output).size / 1e6).toFixed(1)} MB, index ${index.digest}`);
 } catch (error) {
   // fail() exits at once: what was made so far goes first.

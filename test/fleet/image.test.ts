@@ -117,6 +117,13 @@ function linked(file: string, libDir: string, seen = new Set<string>()): Set<str
 }
 
 describe('the image layout', () => {
+  it("is in the release's SHA256SUMS, once, with its digest", () => {
+    const sums = readFileSync(join(dirname(IMAGE), 'SHA256SUMS'), 'utf8').split('\n');
+    const digest = createHash('sha256').update(readFileSync(IMAGE)).digest('hex');
+    const lines = sums.filter((line) => line.endsWith(`  queenctl-${VERSION}-oci.tar`));
+    assert.deepEqual(lines, [`${digest}  queenctl-${VERSION}-oci.tar`]);
+  });
+
   it('every blob has the digest and size its descriptor gives', () => {
     for (const name of readdirSync(join(layout, 'blobs', 'sha256'))) {
       const bytes = blob(name);
