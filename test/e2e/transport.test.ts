@@ -4,13 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { runVerb } from '../reliability/harness.js';
 import { FakeClock } from '../support/fakes.js';
+import { deadPort, deadPorts } from '../support/ports.js';
 import { runInProcess, startInProcess } from '../support/in-process.js';
 import { startProxy, type TestProxy } from '../support/proxy.js';
 import { makeCertificate, type TestCertificate } from '../support/tls.js';
@@ -20,15 +20,6 @@ let plain: Simulator;
 let secure: Simulator;
 let certificate: TestCertificate;
 let scratch: string;
-
-/** A port with nothing listening: connections to it are refused at once. */
-async function deadPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 before(async () => {
   certificate = makeCertificate();
@@ -344,7 +335,7 @@ describe('replicas', () => {
   });
 
   it('when every replica fails, the error names each, and the exit code is 2', async () => {
-    const [first, second] = [await deadPort(), await deadPort()];
+    const [first, second] = (await deadPorts(2)) as [number, number];
     const result = await runInProcess([
       'lease',
       'extend',

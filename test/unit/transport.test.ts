@@ -11,6 +11,7 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { classify, TransportFailure, type Cancellation, type TransportRequest } from '../../src/broker/transport.js';
 import { UndiciTransport } from '../../src/broker/undici-transport.js';
+import { deadPort } from '../support/ports.js';
 import { startProxy } from '../support/proxy.js';
 import { makeCertificate } from '../support/tls.js';
 import { makeTransport, TRANSPORTS } from '../support/transports.js';
@@ -66,14 +67,6 @@ async function failure(promise: Promise<unknown>): Promise<TransportFailure> {
   );
   assert.ok(error instanceof TransportFailure, String(error));
   return error;
-}
-
-async function deadPort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 /** Resolves when the server sees the connection of the request to `path` closed. */
