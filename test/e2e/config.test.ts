@@ -14,6 +14,7 @@ import {
   readdirSync,
   readFileSync,
   statSync,
+  watch,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -352,6 +353,58 @@ extra: {keep: true}
       );
     }
     assert.equal(requestsFor(leaseId).length, 0);
+  });
+
+  it('replaces the file whole, never in place: a signal or a crash leaves the old file or the new', async () => {
+    // Deterministic, where killing runs at random moments is not: inotify reports every write to
+    // the directory's entries, and a write in place (open, truncate, write: the window in which a
+    // signal leaves half a file) is a "change" of config.yaml itself. The atomic write is a
+    // "change" of a temporary file, then a rename onto config.yaml (src/config/edit.ts).
+    const scratchHome = mkdtempSync(join(tmpdir(), 'queenctl-atomic-'));
+    const directory = join(scratchHome, '.queen');
+    const setContext = (name: string) =>
+      runInProcess(['config', 'set-context', name, '--server', 'http://127.0.0.1:1'], { env: { HOME: scratchHome } });
+    assert.equal((await setContext('c0')).code, 0);
+    const events: string[] = [];
+    let renamedOnto = 0;
+    let allRenamed: () => void = () => {};
+    const renamed = new Promise<void>((resolve) => (allRenamed = resolve));
+    const watcher = watch(directory, (event, file) => {
+      events.push(`${event} ${file}`);
+      if (event === 'rename' && file === 'config.yaml' && ++renamedOnto === 3) allRenamed();
+    });
+    try {
+      for (const name of ['c1', 'c2', 'c3']) {
+        const written = await setContext(name);
+        assert.equal(written.code, 0, written.stderr);
+      }
+      // The watcher hears of the last rename on a later turn of the event loop.
+      const timeLimit = new AbortController();
+      await Promise.race([
+        renamed.finally(() => timeLimit.abort()),
+        delay(20_000, undefined, { signal: timeLimit.signal }).then(() =>
+          assert.fail(`three renames onto config.yaml:\n${events.join('\n')}`),
+        ),
+      ]);
+    } finally {
+      watcher.close();
+    }
+    assert.deepEqual(
+      events.filter((event) => event === 'change config.yaml'),
+      [],
+      `config.yaml was written in place:\n${events.join('\n')}`,
+    );
+    const temporary = /^change \.config\.yaml\.[0-9a-f]{12}\.tmp$/;
+    assert.ok(
+      events.some((event) => temporary.test(event)),
+      `written through a temporary file:\n${events.join('\n')}`,
+    );
+    assert.deepEqual(readdirSync(directory), ['config.yaml'], 'no temporary file left');
+    const read = await runInProcess(['config', 'get-contexts', '-o', 'json'], { env: { HOME: scratchHome } });
+    assert.deepEqual(
+      (JSON.parse(read.stdout) as { name: string }[]).map((context) => context.name),
+      ['c0', 'c1', 'c2', 'c3'],
+    );
   });
 });
 
