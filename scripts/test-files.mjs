@@ -1,6 +1,6 @@
-// The files `npm test` hands to `node --test` (package.json test:built and test:process): the
-// process tests first (the longest), then the rest, with the test files that only call modules
-// in groups that share one process. node --test starts a process per file, and on Node 20 each
+// The files `npm test` hands to `node --test` (package.json test:built and test:process), most
+// of them in groups that share one process: those that wait on the wall clock first (they take
+// the longest), then the files alone, then the rest. node --test starts a process per file, and on Node 20 each
 // costs ~0.3 CPU-s before its first test (node, the runner, the modules compiled without a code
 // cache): ~20 of the suite's CPU-s went there (issue 25). A group is a file written here,
 // dist/test/.groups/<name>.js, that imports its members; their tests run, and are reported, as
@@ -9,8 +9,8 @@
 //
 // A test that changes what the whole process shares (its user, working directory, umask or
 // environment) stays in a process of its own: such a file is never grouped, whatever the rules
-// below say, and so is a test that waits on real time (wall time, not CPU: in a group it would
-// hold up the others). Plain JS, like the other build scripts.
+// below say. A file that waits on real time (wall time, not CPU) is grouped only with others that
+// do: in another group it would hold up the rest. Plain JS, like the other build scripts.
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -21,17 +21,37 @@ const only = process.argv[2]; // `process`: only test/process (npm run test:proc
 
 /** Suites CI runs apart (test:slow, test:exe, test:fleet, test:release, test:image). */
 const APART = /^(slow|exe|fleet|release)\//;
-/** Groups by directory; `alone`: files of it that keep a process of their own (real waits). */
+/**
+ * Groups by directory (`alone`: files of it that keep a process of their own), or of the files
+ * named. A group's files run one after another. `waits`: its files wait on real time (watches on
+ * the wall clock, real processes); the process tests make two such groups of about the same wall
+ * time (13 s here), so they end with the rest.
+ */
 const GROUPS = [
+  {
+    name: 'process-1',
+    waits: true,
+    files: ['package', 'signals', 'list', 'output', 'tty'].map((name) => `process/${name}.test.js`),
+  },
+  {
+    name: 'process-2',
+    waits: true,
+    files: ['watch', 'loads', 'readers-and-signals', 'completion', 'lease-completion', 'exit-codes'].map(
+      (name) => `process/${name}.test.js`,
+    ),
+  },
+  {
+    name: 'e2e-wall-clock',
+    waits: true,
+    files: ['watch', 'watch-scale', 'watch-outage', 'metrics'].map((name) => `e2e/${name}.test.js`),
+  },
   { name: 'unit', directory: /^unit\// },
   { name: 'reliability-and-tools', directory: /^(reliability|tools)\// },
-  {
-    name: 'e2e',
-    directory: /^e2e\//,
-    alone: ['e2e/watch.test.js', 'e2e/watch-scale.test.js', 'e2e/watch-outage.test.js', 'e2e/metrics.test.js'],
-  },
+  { name: 'e2e', directory: /^e2e\// },
   { name: 'docs', directory: /^docs\//, alone: ['docs/doctest.test.js'] },
 ];
+const member = (group, file) =>
+  group.files ? group.files.includes(file) : group.directory.test(file) && !group.alone?.includes(file);
 /** What marks a test that changes the process's shared state. */
 const SHARED_STATE = new RegExp(
   [
@@ -51,28 +71,28 @@ function walk(dir) {
 
 const files = walk(tests)
   .filter((file) => !APART.test(file))
+  .filter((file) => only !== 'process' || file.startsWith('process/'))
   .sort();
-const processFiles = files.filter((file) => file.startsWith('process/'));
-const listed = processFiles.map((file) => join('dist', 'test', file));
-if (only !== 'process') {
-  const groupsDir = join(tests, '.groups');
-  rmSync(groupsDir, { recursive: true, force: true });
-  mkdirSync(groupsDir, { recursive: true });
-  const members = new Map(GROUPS.map((group) => [group.name, []]));
-  for (const file of files.filter((file) => !file.startsWith('process/'))) {
-    const group = GROUPS.find((rule) => rule.directory.test(file) && !rule.alone?.includes(file));
-    if (group && !SHARED_STATE.test(readFileSync(join(tests, file), 'utf8'))) members.get(group.name).push(file);
-    else listed.push(join('dist', 'test', file));
-  }
-  for (const [name, grouped] of members) {
-    if (grouped.length === 0) continue;
-    const path = join(groupsDir, `${name}.js`);
-    const imports = grouped.map((file) => `import ${JSON.stringify(pathToFileURL(join(tests, file)).href)};`);
-    writeFileSync(
-      path,
-      `// ${name}: test files that share one process (scripts/test-files.mjs)\n${imports.join('\n')}\n`,
-    );
-    listed.push(relative(root, path));
-  }
+const groupsDir = join(tests, '.groups', only ?? 'all');
+rmSync(groupsDir, { recursive: true, force: true });
+mkdirSync(groupsDir, { recursive: true });
+const listed = [];
+const members = new Map(GROUPS.map((group) => [group.name, []]));
+for (const file of files) {
+  const group = GROUPS.find((rule) => member(rule, file));
+  if (group && !SHARED_STATE.test(readFileSync(join(tests, file), 'utf8'))) members.get(group.name).push(file);
+  else listed.push(join('dist', 'test', file));
 }
-process.stdout.write(`${listed.join('\n')}\n`);
+// node --test starts the files in this order, four at a time.
+const [waiting, rest] = [[], []];
+for (const [name, grouped] of members) {
+  if (grouped.length === 0) continue;
+  const path = join(groupsDir, `${name}.js`);
+  const imports = grouped.map((file) => `import ${JSON.stringify(pathToFileURL(join(tests, file)).href)};`);
+  writeFileSync(
+    path,
+    `// ${name}: test files that share one process (scripts/test-files.mjs)\n${imports.join('\n')}\n`,
+  );
+  (GROUPS.find((group) => group.name === name).waits ? waiting : rest).push(relative(root, path));
+}
+process.stdout.write(`${[...waiting, ...listed, ...rest].join('\n')}\n`);
