@@ -10,6 +10,7 @@
  *   loads undici.
  * - A run whose config file is unchanged since it was last read does not load the YAML parser.
  * - prom-client (queenctl-metrics.cjs) is loaded by a watch with --metrics-address, and by no other run.
+ * - The JSONPath parser (queenctl-jsonpath.cjs) is loaded by -o jsonpath, and by no other run.
  */
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -44,6 +45,7 @@ interface Loads {
   undici: boolean;
   yaml: boolean;
   metrics: boolean;
+  jsonpath: boolean;
   stdout: string;
   stderr: string;
 }
@@ -68,6 +70,7 @@ async function loads(
     undici: /queenctl-undici\.cjs/.test(result.stderr),
     yaml: /queenctl-yaml\.cjs/.test(result.stderr),
     metrics: /queenctl-metrics\.cjs/.test(result.stderr),
+    jsonpath: /queenctl-jsonpath\.cjs/.test(result.stderr),
     stdout: result.stdout,
     stderr: result.stderr,
   };
@@ -77,9 +80,10 @@ const LIFTOFF_NODE = Number.parseInt(process.versions.v8, 10) < 12;
 
 describe('what a run loads', { skip: needsNode('a preload and the bin’s own report') }, () => {
   /** A run that sends nothing: no HTTP client, and not node:v8. */
-  const assertSendsNothing = ({ builtins, undici, metrics }: Loads): void => {
+  const assertSendsNothing = ({ builtins, undici, metrics, jsonpath }: Loads): void => {
     assert.equal(undici, false);
     assert.equal(metrics, false);
+    assert.equal(jsonpath, false);
     for (const module of ['v8', 'http', 'https', 'tls']) assert.ok(!builtins.has(module), `${module} was loaded`);
   };
   // And `completion zsh`, `config get-contexts` below: every path of a local run once.
@@ -118,8 +122,11 @@ describe('what a run loads', { skip: needsNode('a preload and the bin’s own re
     assert.equal(generated.stdout, prebuilt.stdout);
   });
 
-  it('lease extend <id>: node:http, never undici, and V8 flags left alone', async () => {
-    const { builtins, undici } = await loads(['lease', 'extend', sim.mint(), '--server', sim.url, '-o', 'json']);
+  it('lease extend <id> -o jsonpath: node:http, never undici, V8 flags left alone, the parser', async () => {
+    const args = ['lease', 'extend', sim.mint(), '--server', sim.url, '-o', 'jsonpath={.renewed}'];
+    const { builtins, undici, jsonpath, stdout } = await loads(args);
+    assert.equal(stdout, '1');
+    assert.equal(jsonpath, true);
     assert.equal(undici, false);
     assert.equal(builtins.has('http'), true);
     // Setting a flag would also cost Node its own code cache for node:http (bin/queenctl.cjs).
@@ -131,6 +138,7 @@ describe('what a run loads', { skip: needsNode('a preload and the bin’s own re
     const leaseId = sim.mint();
     const bulk = await loads(['lease', 'extend', '-', '--server', sim.url, '-o', 'json'], { stdin: `${leaseId}\n` });
     assert.equal(bulk.undici, true);
+    assert.equal(bulk.jsonpath, false, 'no JSONPath parser without -o jsonpath');
     assert.equal(bulk.builtins.has('v8'), LIFTOFF_NODE);
     // The caches of the files loaded before the flag are never written under it: V8 would refuse them.
     if (LIFTOFF_NODE)
