@@ -42,6 +42,7 @@ import { createServer } from 'node:http';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { lazyCommanderChildProcess, undiciWithoutNodeHttp } from './esbuild-plugins.mjs';
+import { bundledPackages, licensesText } from './licenses.mjs';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -347,7 +348,7 @@ writeFileSync(
       emulator: emulation ? emulatorOf(emulation) : null,
       // For the release's packages (scripts/release.mjs): their copyright file.
       nodeLicense: join(dirname(dirname(node)), 'LICENSE'),
-      packages: bundledPackages(),
+      packages: bundledPackages(bundled, root),
     },
     null,
     2,
@@ -391,30 +392,9 @@ function checkEmulator(target) {
 function thirdPartyLicenses() {
   const parts = [];
   const nodeLicense = join(dirname(dirname(node)), 'LICENSE');
-  if (existsSync(nodeLicense)) parts.push(`Node.js ${nodeVersion}\n\n${readFileSync(nodeLicense, 'utf8')}`);
-  for (const { name: pkgName, version, license, licenseFile } of bundledPackages())
-    parts.push(
-      `${pkgName} ${version}\n\n${
-        licenseFile ? readFileSync(licenseFile, 'utf8') : `${license} (no licence file in the package)`
-      }`,
-    );
-  return `${parts.join(`\n${'-'.repeat(72)}\n\n`)}\n`;
-}
-
-/** Each npm package bundled into the executable: its name, version, licence and licence file. */
-function bundledPackages() {
-  const packages = new Set();
-  for (const input of bundled) {
-    const match = /^(.*node_modules[\\/](?:@[^\\/]+[\\/])?[^\\/]+)[\\/]/.exec(input);
-    if (match) packages.add(match[1]);
-  }
-  return [...packages].sort().map((dir) => {
-    const { name: pkgName, version, license } = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
-    const file = ['LICENSE', 'LICENSE.md', 'license', 'LICENSE.txt', 'license.md'].find((candidate) =>
-      existsSync(join(root, dir, candidate)),
-    );
-    return { name: pkgName, version, license, dir, licenseFile: file ? join(root, dir, file) : null };
-  });
+  if (existsSync(nodeLicense))
+    parts.push({ name: 'Node.js', version: nodeVersion, text: readFileSync(nodeLicense, 'utf8') });
+  return licensesText([...parts, ...bundledPackages(bundled, root)]);
 }
 
 /**

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { lazyCommanderChildProcess, lazyHttp2 } from './esbuild-plugins.mjs';
+import { bundledPackages, licensesText } from './licenses.mjs';
 
 const root = new URL('../', import.meta.url);
 const outfile = fileURLToPath(new URL('dist/queenctl.cjs', root));
@@ -87,7 +88,7 @@ function buildInfo() {
   return { commit, date, standalone: false };
 }
 
-const { outputFiles } = await build({
+const { outputFiles, metafile } = await build({
   entryPoints: [fileURLToPath(new URL('src/cli.ts', root))],
   outfile,
   bundle: true,
@@ -106,13 +107,14 @@ const { outputFiles } = await build({
   legalComments: 'none',
   logLevel: 'warning',
   write: false,
+  metafile: true,
 });
 
 const chunkBuilds = await Promise.all(
   CHUNKS.map(async (chunk) => {
     const chunkOutfile = fileURLToPath(new URL(`dist/${chunkFile(chunk)}`, root));
     const exported = chunk.modules.map((path) => `${JSON.stringify(path)}: require('${path}')`);
-    const { outputFiles: files } = await build({
+    const { outputFiles: files, metafile: chunkMetafile } = await build({
       stdin: { contents: `module.exports = {${exported.join(', ')}};`, resolveDir: fileURLToPath(root), loader: 'js' },
       outfile: chunkOutfile,
       bundle: true,
@@ -123,8 +125,9 @@ const chunkBuilds = await Promise.all(
       legalComments: 'none',
       logLevel: 'warning',
       write: false,
+      metafile: true,
     });
-    return { outfile: chunkOutfile, bundled: files[0] };
+    return { outfile: chunkOutfile, bundled: files[0], inputs: Object.keys(chunkMetafile.inputs) };
   }),
 );
 
@@ -140,6 +143,14 @@ await mkdir(dirname(outfile), { recursive: true });
 const firstLine = `// queenctl build ${buildId} node ${process.version}\n`;
 await writeFile(outfile, `${firstLine}${bundled.text}`);
 for (const chunk of chunkBuilds) await writeFile(chunk.outfile, `${firstLine}${chunk.bundled.text}`);
+// The npm packages bundled are not installed with queenctl (package.json lists them under
+// devDependencies: only cli-table3 and undici's index are required at run time), so their
+// licences go with the files that carry them.
+const inputs = [...Object.keys(metafile.inputs), ...chunkBuilds.flatMap((chunk) => chunk.inputs)];
+await writeFile(
+  fileURLToPath(new URL('dist/THIRD-PARTY-LICENSES', root)),
+  licensesText(bundledPackages(inputs, fileURLToPath(root))),
+);
 
 // The caches of an earlier build go first: V8 checks only a source's length, and nothing may run
 // this build's files with them.

@@ -30,6 +30,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { after, before, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -66,6 +67,32 @@ it('src/version.ts matches package.json', () => {
   assert.equal(VERSION, JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
 });
 
+it('the bundle requires at run time only its package.json dependencies, and carries the licences of the rest', (t) => {
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+  };
+  const dist = join(ROOT, 'dist');
+  const files = readdirSync(dist).filter((name) => /^queenctl.*\.cjs$/.test(name));
+  if (files.length === 0) return t.skip('no bundle: npm run build makes it');
+  const required = new Set<string>();
+  for (const name of files) {
+    for (const [, specifier] of readFileSync(join(dist, name), 'utf8').matchAll(/\brequire\("([^"./][^"]*)"\)/g)) {
+      const pkg = /^(@[^/]+\/[^/]+|[^/]+)/.exec(specifier as string)?.[1] as string;
+      // node:sqlite (undici's cache store) is built into Node 22+, not Node 20: node: is never a package.
+      if (!pkg.startsWith('node:') && !isBuiltin(pkg)) required.add(pkg);
+    }
+  }
+  // undici's index (behind a proxy) and cli-table3 (tables) are required from node_modules.
+  assert.deepEqual([...required].sort(), Object.keys(manifest.dependencies).sort());
+  // What is bundled is not installed with the package: its licence is in the package's files.
+  const licences = readFileSync(join(dist, 'THIRD-PARTY-LICENSES'), 'utf8');
+  for (const pkg of ['chalk', 'commander', 'jsonpath-rfc9535', 'ora', 'prom-client', 'yaml']) {
+    assert.ok(manifest.devDependencies[pkg], `${pkg} is bundled: a devDependency, not installed by users`);
+    assert.match(licences, new RegExp(`^${pkg} \\d+\\.\\d+\\.\\d+\\n\\n\\s*\\S`, 'm'), `${pkg}'s licence`);
+  }
+});
+
 /** What the installed bin on PATH reported for `--version` and `lease extend` (QUEENCTL_DEBUG). */
 let installRuns: Array<{ kind: string; stderr: string }> = [];
 /** Where those runs looked for their own caches. */
@@ -84,6 +111,8 @@ it('npm install -g of the package as npm packs it gives a working queenctl on PA
   installed = join(scratch, 'prefix', 'lib', 'node_modules', 'queenctl');
   assert.ok(!lstatSync(installed).isSymbolicLink(), 'a copy of the package, not a link to the working tree');
   assert.equal(existsSync(join(installed, 'src')), false, 'only what package.json `files` names');
+  assert.ok(existsSync(join(installed, 'dist', 'THIRD-PARTY-LICENSES')), 'the licences of what the bundle carries');
+  assert.ok(!existsSync(join(installed, 'node_modules', 'yaml')), 'a bundled package is not installed');
   const bin = join(scratch, 'prefix', 'bin', 'queenctl');
   // Run as a user runs it, reporting the cache it starts from (checked below, per Node).
   installCacheHome = join(scratch, 'install-cache');
