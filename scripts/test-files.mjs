@@ -1,11 +1,11 @@
 // The files `npm test` hands to `node --test` (package.json test:built and test:process), most
-// of them in groups that share one process: those that wait on the wall clock first (they take
-// the longest), then the files alone, then the rest. node --test starts a process per file, and on Node 20 each
-// costs ~0.3 CPU-s before its first test (node, the runner, the modules compiled without a code
-// cache): ~20 of the suite's CPU-s went there (issue 25). A group is a file written here,
-// dist/test/.groups/<name>.js, that imports its members; their tests run, and are reported, as
-// they would be from their own files. Node 22's --test-isolation=none does the same for a whole
-// run; Node 20 has no such flag.
+// of them in groups that share one process: the groups that wait on the wall clock first (they
+// take the longest), then the files alone, then the rest. node --test starts a process per file,
+// and on Node 20 each costs ~0.3 CPU-s before its first test (node, the runner, the modules
+// compiled without a code cache): ~20 of the suite's CPU-s went there (issue 25). A group is a
+// file written here, dist/test/.groups/<all|process>/<name>.js, that imports its members; their
+// tests run, and are reported, as they would be from their own files. Node 22's
+// --test-isolation=none does the same for a whole run; Node 20 has no such flag.
 //
 // A test that changes what the whole process shares (its user, working directory, umask or
 // environment) stays in a process of its own: such a file is never grouped, whatever the rules
