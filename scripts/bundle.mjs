@@ -23,6 +23,9 @@ const outfile = fileURLToPath(new URL('dist/queenctl.cjs', root));
  * node_modules, some 60 modules compiled without a code cache (~20 ms). The bundle requires each
  * file by its name, and bin/queenctl.cjs loads it with a code cache of its own. A module of one
  * of them imported by src but not listed here would be bundled twice: the build refuses it.
+ * The bundle takes a chunk for a CommonJS module, so a default import of a package that is an
+ * ES module only (ora) gets the package's namespace, whose `default` is the export: see
+ * src/output/watch.ts, and test/process/tty.test.ts, which runs it through the bundle.
  */
 const CHUNKS = [
   { name: 'undici', modules: ['undici/lib/dispatcher/agent.js'], prefix: /^undici\/lib\// },

@@ -33,6 +33,9 @@ import type { JsonPathTemplate } from './jsonpath.js';
 import { LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
 import { yamlStringify } from './yaml.js';
 
+/** ora's default export: the function that makes a spinner. */
+type OraFactory = typeof import('ora').default;
+
 export type WatchOutputMode = 'events' | 'yaml' | 'spinner' | 'log' | 'quiet';
 
 /** The modes that print the event stream on stdout, which a command must then leave alone. */
@@ -394,8 +397,12 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     };
   }
 
-  // Loaded only here: every other run of queenctl would pay for ora's start-up.
-  const { default: ora } = await import('ora');
+  // Loaded only here: every other run of queenctl would pay for ora's start-up. ora is an ES
+  // module only; bundled, it comes through a CommonJS file of its own (scripts/bundle.mjs), and
+  // Node's interop rules then make its whole namespace the default export: its function is the
+  // namespace's `default`. Run from source, import() gives the function itself.
+  const loaded = (await import('ora')) as { default: OraFactory | { default: OraFactory } };
+  const ora = typeof loaded.default === 'function' ? loaded.default : loaded.default.default;
   const { loadStyle } = await import('./style.js');
   const style = await loadStyle(options.color);
   const spinner = ora({

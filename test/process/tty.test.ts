@@ -35,3 +35,28 @@ describe('- when standard input is a terminal', () => {
     });
   }
 });
+
+describe('lease watch on a terminal', () => {
+  it('shows the spinner (ora, from its file of the bundle), then ends at --for with exit 0', {
+    skip: hasScript ? false : 'needs script(1) for a pty',
+  }, async () => {
+    const sim = await startSimulator();
+    try {
+      const leaseId = sim.mint({ seconds: 60 });
+      // A terminal with a width: the spinner, not log lines (src/output/watch.ts). The bundle gave
+      // ora's namespace where its function was meant, and every watch on a terminal ended in
+      // "internal error: ora is not a function", exit 2; only a process through the bundle shows it.
+      const watch = `${cliCommandLine()} lease watch ${leaseId} --for 1s --server ${sim.url}`;
+      const command = `stty cols 100 rows 30; exec ${watch}`;
+      const { code, stdout, stderr } = await runProcess('script', ['-qec', command, '/dev/null'], { exit: 0 });
+      const output = stdout + stderr;
+      assert.equal(code, 0, output);
+      assert.match(output, new RegExp(`lease ${leaseId}: 1 renewal, expires in \\d+s`), 'the spinner’s text');
+      assert.match(output, /--for has elapsed; no longer renewed/);
+      assert.doesNotMatch(output, /internal error/);
+      assertNoStackTrace(output);
+    } finally {
+      await sim.close();
+    }
+  });
+});
