@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startSimulator, type Simulator } from '../tools/simulator/index.js';
+import { mintTourScene, startSimulator, type Simulator } from '../tools/simulator/index.js';
 
 const BIN = fileURLToPath(new URL('../../bin/queenctl.cjs', import.meta.url));
 const color = process.stdout.isTTY && !process.env.NO_COLOR;
@@ -45,44 +45,51 @@ async function demo(sim: Simulator, env: NodeJS.ProcessEnv): Promise<void> {
       dim('Leases are minted through its control interface, as a pop would hand them to a consumer.\n'),
   );
 
-  const lease = sim.mint({ seconds: 30 });
+  // The leases of README.md's tour (tools/simulator/scene.ts), named as the tour names them: the
+  // commands below are the tour's, character for character (test/docs/doctest.test.ts).
+  const scene = mintTourScene(sim);
+  Object.assign(env, scene);
+  process.stdout.write(
+    dim(
+      `$LEASE3 holds queue invoices, partition x, for 60 s; $LEASE, orders p6 and p7 (queue mode), 120 s;\n` +
+        `$LEASE2, orders p7 for consumer group billing, 300 s; $DEAD was acked.\n`,
+    ),
+  );
+
   step(
     '1. Renew a lease',
     'renewed counts what the broker extended; the three expiry keys carry one value; LEFT is on the broker clock.',
   );
-  await run(`queenctl lease extend ${lease} --seconds 120 -o table`, env);
+  await run('queenctl lease extend "$LEASE3" --seconds 120 -o table', env);
 
-  const multi = sim.mint({ partitions: 3, seconds: 45 });
   step(
     '2. A multi-partition lease',
     'One lease id covers every partition a pop claimed: one call renews them all, and renewed says how many.',
   );
-  await run(`queenctl lease extend ${multi} --seconds 90 -o table`, env);
+  await run('queenctl lease extend "$LEASE" --seconds 90 -o table', env);
 
   step(
     '3. Inspect without shortening',
     'inspect asks for one second: the broker keeps the later deadline, so a live lease is left as it was.',
   );
-  await run(`queenctl lease inspect ${multi} ${lease} -o table`, env);
+  await run('queenctl lease inspect "$LEASE" "$LEASE3" -o table', env);
 
-  sim.release(multi);
   step(
     '4. A lease that is gone',
     'The batch was acked (or the lease expired): the broker answers HTTP 200 with renewed 0. queenctl exits 4.',
   );
-  await run(`queenctl lease extend ${multi} -o table`, env);
+  await run('queenctl lease extend "$DEAD" -o table', env);
 
-  const batch = [sim.mint(), sim.mint({ partitions: 2 }), 'lost-lease-id', sim.mint()];
   step(
     '5. Machine output for scripts',
     'In a pipe queenctl prints JSON; - reads ids from stdin; -o ndjson prints one object per line, in input order.',
   );
   await run(
-    `printf '%s\\n' ${batch.join(' ')} | queenctl lease extend - -o ndjson 2>/dev/null | grep '"renewed":0' || true`,
+    `printf '%s\\n' "$LEASE" "$LEASE2" lost-lease-id "$LEASE3" | queenctl lease extend - -o ndjson 2>/dev/null`,
     env,
   );
   await run(
-    `queenctl lease extend ${batch[0]} -q
+    `queenctl lease extend "$LEASE" -q
 case $? in
   0) echo "still ours: carry on" ;;
   4) echo "lease lost: stop work that is not idempotent" ;;
@@ -98,12 +105,9 @@ esac`,
     'Older brokers answer with an array; queenctl maps it to the same six keys (renewed is 1 or 0) ' +
       'and shows their reason.',
   );
-  await run(`queenctl lease extend ${batch[1]} lost-lease-id -o wide`, env);
+  await run('queenctl lease extend "$LEASE2" lost-lease-id -o wide', env);
   sim.setShape('documented');
 
-  sim.mint({ queue: 'orders', partitions: [{ partition: 'p6' }, { partition: 'p7' }], seconds: 40 });
-  sim.mint({ queue: 'orders', group: 'billing', partitions: [{ partition: 'p7' }], seconds: 300 });
-  sim.mint({ queue: 'invoices', partitions: [{ partition: 'x' }], seconds: 20 });
   step(
     '7. Find the lease that holds a partition',
     'Partition p7 of orders has not moved: list names its holders by group (the broker has no lease listing, ' +
@@ -116,13 +120,12 @@ esac`,
   );
   await run('queenctl lease list --queue orders -o name | queenctl lease extend - --seconds 600 -o table', env);
 
-  const job = sim.mint({ partitions: 2, seconds: 6 });
   step(
     '9. Keep a lease alive around a job',
     "watch renews on a timer and starts the command only once the lease is renewed; its exit status is queenctl's.",
   );
   await run(
-    `queenctl lease watch ${job} --seconds 6 -- sh -c 'echo "working on $QUEEN_LEASE_ID"; sleep 3; echo "done"'`,
+    `queenctl lease watch "$LEASE" --seconds 6 -- sh -c 'echo "working on $QUEEN_LEASE_ID"; sleep 3; echo "done"'`,
     env,
   );
 

@@ -40,4 +40,19 @@ describe("the README's tour is the demo's", () => {
     assert.ok(demoSteps.length >= 10, `the demo's steps: ${demoSteps.join(', ')}`);
     assert.deepEqual(tourSteps, demoSteps);
   });
+
+  it('runs the commands of steps 1 to 9 as the tour shows them, on the same leases', () => {
+    const demo = readFileSync(join(ROOT, 'scripts/demo.ts'), 'utf8');
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    // The demo's commands: run('…') and run(`…`) with no interpolation (step 10 acks its own lease).
+    const commands = [...demo.matchAll(/\brun\(\s*(?:'([^']*)'|`([^`$]*(?:\$(?!\{)[^`$]*)*)`)/g)]
+      .map((match) => (match[1] ?? (match[2] as string).replaceAll('\\\\', '\\')).split('\n')[0] as string)
+      .filter((command) => command.startsWith('queenctl') || command.startsWith('printf'));
+    assert.ok(commands.length >= 10, `the demo's commands: ${commands.join('\n')}`);
+    for (const command of commands) {
+      const shown = readme.includes(`$ ${command}\n`) || readme.includes(`\n${command}\n`);
+      assert.ok(shown, `the demo runs, and README.md's tour does not show:\n${command}`);
+    }
+    assert.match(demo, /mintTourScene\(sim\)/, 'the demo mints the leases the doc tests run the tour on');
+  });
 });

@@ -32,7 +32,7 @@ import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Simulator } from '../../tools/simulator/index.js';
+import { mintTourScene, type Simulator } from '../../tools/simulator/index.js';
 import { cleanEnv, cliCommandLine, EXE } from './cli.js';
 import { type RunningInProcess, startInProcess } from './in-process.js';
 
@@ -247,20 +247,12 @@ export function outputMismatch(expected: string[], actual: string): string | und
 // --- running ----------------------------------------------------------------------------------
 
 /**
- * The scene every block starts from, minted on its own simulator:
- * - `$LEASE`: queue `orders`, partitions p6 and p7 (queue mode), 120 s;
- * - `$LEASE2`: queue `orders`, partition p7, consumer group `billing`, 300 s;
- * - `$LEASE3`: queue `invoices`, partition x, 600 s;
- * - `$DEAD`: a lease of queue `orders` partition p1 released by an ack: renews nothing;
- * - `leases.txt` in the working directory (HOME): `$LEASE`, `$LEASE2` and `$DEAD`, one per line.
+ * The scene every block starts from, minted on its own simulator: README.md's tour's (`$LEASE`,
+ * `$LEASE2`, `$LEASE3`, `$DEAD`: tools/simulator/scene.ts, which `npm run demo` mints too), and
+ * `leases.txt` in the working directory (HOME): `$LEASE`, `$LEASE2` and `$DEAD`, one per line.
  */
 export function mintScene(sim: Simulator): Record<string, string> {
-  const lease = sim.mint({ queue: 'orders', partitions: [{ partition: 'p6' }, { partition: 'p7' }], seconds: 120 });
-  const lease2 = sim.mint({ queue: 'orders', group: 'billing', partitions: [{ partition: 'p7' }], seconds: 300 });
-  const lease3 = sim.mint({ queue: 'invoices', partitions: [{ partition: 'x' }], seconds: 600 });
-  const dead = sim.mint({ queue: 'orders', partitions: [{ partition: 'p1' }], seconds: 60 });
-  sim.release(dead);
-  return { LEASE: lease, LEASE2: lease2, LEASE3: lease3, DEAD: dead };
+  return { ...mintTourScene(sim) };
 }
 
 /** A temporary directory removed when the test process exits. */

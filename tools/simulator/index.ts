@@ -14,6 +14,7 @@
  *   request-log.ts      the log of broker requests
  *   wire.ts             bodies, paths, timestamps and answers as they travel
  *   input.ts            validation of what callers hand the simulator
+ *   scene.ts            the leases of README.md's tour, for the demo and the doc tests
  *   main.ts             the simulator as its own process
  */
 export type { TokenGrant } from './auth.js';
@@ -32,5 +33,6 @@ export {
   type SimulatorOptions,
   type SimulatorStats,
 } from './server.js';
+export { mintTourScene, type TourScene } from './scene.js';
 export { isoMicros, isoMillis } from './wire.js';
 export { startTcpFront, type TcpFront } from './tcp-front.js';
