@@ -223,6 +223,12 @@ describe('lease watch --metrics-address: the listener lives as long as the watch
   });
 });
 
+/** The metrics of one lease's watch, on a loopback port of its own, with no watch behind them. */
+function serveMadeUp(clock: FakeClock, { everyMs, command }: { everyMs: number; command: boolean }) {
+  const address = parseMetricsAddress('127.0.0.1:0');
+  return serveWatchMetrics({ address, perLease: false, leaseCount: 1, everyMs, command, clock });
+}
+
 describe('/livez and the command series, on a watch made up', () => {
   const status: WatchStatus = {
     watching: 1,
@@ -237,14 +243,7 @@ describe('/livez and the command series, on a watch made up', () => {
 
   it('a loop that does not answer within a renewal interval: 503, not 200', async () => {
     const clock = new FakeClock();
-    const metrics = await serveWatchMetrics({
-      address: parseMetricsAddress('127.0.0.1:0'),
-      perLease: false,
-      leaseCount: 1,
-      everyMs: 20 * S,
-      command: false,
-      clock,
-    });
+    const metrics = await serveMadeUp(clock, { everyMs: 20 * S, command: false });
     let beats = 0;
     const stuck: WatchSource = { status: () => status, running: true, heartbeat: () => new Promise(() => beats++) };
     metrics.attach(stuck);
@@ -267,14 +266,7 @@ describe('/livez and the command series, on a watch made up', () => {
 
   it('queenctl_command_exit_code appears only once the command has ended', async () => {
     const clock = new FakeClock();
-    const metrics = await serveWatchMetrics({
-      address: parseMetricsAddress('127.0.0.1:0'),
-      perLease: false,
-      leaseCount: 1,
-      everyMs: S,
-      command: true,
-      clock,
-    });
+    const metrics = await serveMadeUp(clock, { everyMs: S, command: true });
     try {
       const scrape = async () => {
         clock.advance(RENDER_REUSE_MS);
@@ -295,14 +287,7 @@ describe('/livez and the command series, on a watch made up', () => {
 
   it('scrapes within 100ms of a rendering get it again: a flood of scrapes costs a few renderings', async () => {
     const clock = new FakeClock();
-    const metrics = await serveWatchMetrics({
-      address: parseMetricsAddress('127.0.0.1:0'),
-      perLease: false,
-      leaseCount: 1,
-      everyMs: S,
-      command: false,
-      clock,
-    });
+    const metrics = await serveMadeUp(clock, { everyMs: S, command: false });
     try {
       const renewals = async () =>
         sampleValue((await get(metrics.address, '/metrics')).body, 'queenctl_renewals_total', { result: 'renewed' });
