@@ -12,6 +12,7 @@ import { globalContext, type ProcessPorts } from './commands/globals.js';
 import { buildProgram } from './commands/program.js';
 import { ExitCode, QueenctlError, signalExitCode } from './exit.js';
 import type { OutputStream } from './io.js';
+import { escapeText } from './output/sanitise.js';
 import { errorMessage } from './output/words.js';
 import { BUILD_INFO } from './build-info.js';
 import { VERSION } from './version.js';
@@ -296,8 +297,10 @@ function exitCodeFor(error: unknown, ports: CliPorts): ExitCode {
   const detail = ports.env.QUEENCTL_DEBUG
     ? ((error as Error)?.stack ?? String(error))
     : String((error as Error)?.message ?? error);
+  // A message may quote outside text; a stack keeps its lines (output/sanitise.ts).
+  const shown = detail.split('\n').map(escapeText).join('\n');
   ports.stderr.write(
-    `queenctl: internal error: ${detail}\n  please report it with the command you ran (QUEENCTL_DEBUG=1 shows where)\n`,
+    `queenctl: internal error: ${shown}\n  please report it with the command you ran (QUEENCTL_DEBUG=1 shows where)\n`,
   );
   return ExitCode.Broker;
 }

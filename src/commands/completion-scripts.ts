@@ -218,12 +218,38 @@ ${shellTables(
 )}
 ${valueTable(`${fn}_value`, root)}
 ${argumentTable(`${fn}_argument`, root)}
+# Adds to COMPREPLY each candidate ($2...) that starts with the word typed ($1), quoted by printf %q
+# for the command line. A candidate is data: nothing in it is expanded, here or once inserted
+# (compgen -W would run a $(...) in a lease id the broker sent, or in a context name).
+${fn}_add() {
+  local prefix=$1 word quoted
+  shift
+  for word in "$@"; do
+    [[ -n $word && $word == "$prefix"* ]] || continue
+    printf -v quoted '%q' "$word"
+    COMPREPLY+=("$quoted")
+  done
+}
+
+# Adds the words of $2 (queenctl's own, space-separated) that start with $1.
+${fn}_words() {
+  local -a words
+  read -ra words <<< "$2"
+  ${fn}_add "$1" "\${words[@]}"
+}
+
 ${fn}_offer() {
+  local -a names
   case "$1" in
-    file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$2")) ;;
-    context) COMPREPLY=($(compgen -W "$("$3" __complete contexts 2>/dev/null)" -- "$2")) ;;
-    lease) ${fn}_connection; COMPREPLY=($(compgen -W "$("$3" __complete leases "\${REPLY[@]}" 2>/dev/null)" -- "$2")) ;;
-    words:*) COMPREPLY=($(compgen -W "\${1#words:}" -- "$2")) ;;
+    file) compopt -o filenames 2>/dev/null; mapfile -t COMPREPLY < <(compgen -f -- "$2") ;;
+    context)
+      mapfile -t names < <("$3" __complete contexts 2>/dev/null)
+      ${fn}_add "$2" "\${names[@]}" ;;
+    lease)
+      ${fn}_connection
+      mapfile -t names < <("$3" __complete leases "\${REPLY[@]}" 2>/dev/null)
+      ${fn}_add "$2" "\${names[@]}" ;;
+    words:*) ${fn}_words "$2" "\${1#words:}" ;;
   esac
 }
 
@@ -274,12 +300,12 @@ ${fn}() {
   fi
   if [[ $cur == -* ]]; then
     ${fn}_flags "$cmdpath"
-    COMPREPLY=($(compgen -W "$REPLY" -- "$cur"))
+    ${fn}_words "$cur" "$REPLY"
     return 0
   fi
   ${fn}_commands "$cmdpath"
   if [[ -n $REPLY ]]; then
-    COMPREPLY=($(compgen -W "$REPLY" -- "$cur"))
+    ${fn}_words "$cur" "$REPLY"
     return 0
   fi
   ${fn}_argument "$cmdpath"

@@ -11,6 +11,8 @@ import { readConfigFor } from '../config/file.js';
 import { heldLeases } from '../broker/consumer-groups.js';
 import { ExitCode } from '../exit.js';
 import { write } from '../io.js';
+import { nameLines, refusedLeaseIdMessage } from '../output/names.js';
+import { hasUnsafeText } from '../output/sanitise.js';
 import type { GlobalContext } from './globals.js';
 import { readHolders, type ListRuntime } from './lease/list.js';
 
@@ -67,7 +69,10 @@ const PREBUILT_COMPLETION: string = './queenctl-completion.cjs';
 
 /**
  * `queenctl __complete contexts|leases`: what the scripts call for context names and for the
- * lease ids held now; never fails loudly (the scripts also send stderr away).
+ * lease ids held now; never fails loudly (the scripts also send stderr away). What it prints is
+ * data to the scripts, which add each line as one candidate and never let the shell expand it
+ * (completion-scripts.ts); a lease id `-o name` would not print, or a context name with a control
+ * character, is not offered at all (docs/security.md#outside-text-is-data).
  */
 export function completeCommand(globals: GlobalContext): Command {
   return new Command('__complete')
@@ -89,7 +94,8 @@ export function completeCommand(globals: GlobalContext): Command {
       await globals.runLocal(command, async ({ io, env, flags }) => {
         try {
           const config = await readConfigFor(flags.config, env);
-          await write(io.stdout, config.contexts.map((entry) => `${entry.name}\n`).join(''));
+          const names = config.contexts.map((entry) => entry.name).filter(isContextCandidate);
+          await write(io.stdout, names.map((name) => `${name}\n`).join(''));
         } catch {
           // A malformed file completes nothing; the command itself will say what is wrong.
         }
@@ -103,6 +109,11 @@ export function completeCommand(globals: GlobalContext): Command {
  * starting, the config and the HTTP client loading take the rest.
  */
 export const COMPLETION_BUDGET_MS = 500;
+
+/** A context name a script may offer: one line of text a terminal shows as it is. */
+function isContextCandidate(name: string): boolean {
+  return name.trim() !== '' && !hasUnsafeText(name);
+}
 
 /**
  * The budget, or QUEENCTL_COMPLETION_TIMEOUT (a duration) where a broker is far away or slow
@@ -140,8 +151,12 @@ export async function completeLeaseIds(runtime: ListRuntime, budgetMs: number): 
     });
     listing.catch(() => {});
     const holders = await Promise.race([listing, spent]);
-    const ids = new Set(heldLeases(holders, options).map((lease) => lease.leaseId));
-    if (!budget.signal.aborted && ids.size > 0) await write(runtime.io.stdout, `${[...ids].join('\n')}\n`);
+    if (budget.signal.aborted) return ExitCode.Ok;
+    const { text, refused } = nameLines(heldLeases(holders, options).map((lease) => lease.leaseId));
+    if (text) await write(runtime.io.stdout, text);
+    for (const leaseId of refused) await write(runtime.io.stderr, refusedLeaseIdMessage(leaseId));
+    // An answer outside the contract, as `lease list -o name` says it (the scripts ignore it).
+    if (refused.length > 0) return ExitCode.Broker;
   } catch {
     // Unreachable, too slow, refused: a completion offers nothing rather than an error.
   } finally {

@@ -14,6 +14,7 @@ import { CONCURRENCY_CEILING } from '../renewal/concurrency.js';
 import { UsageError, type ExitCode } from '../exit.js';
 import type { IO, OutputStream } from '../io.js';
 import { resolveFormat, type OutputFormat } from '../output/format.js';
+import { escapeText } from '../output/sanitise.js';
 import { warningMessage } from '../output/words.js';
 import type { Runtime } from './runtime.js';
 
@@ -217,7 +218,8 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
         quiet: Boolean(flags.quiet),
         verbose: Boolean(flags.verbose),
       };
-      const trace = io.verbose ? (line: string) => void stderr.write(`queenctl: ${line}\n`) : undefined;
+      // Traces quote the broker's answers: escaped as every line for people (output/sanitise.ts).
+      const trace = io.verbose ? (line: string) => void stderr.write(`queenctl: ${escapeText(line)}\n`) : undefined;
       for (const note of connection.notes) trace?.(note);
       // Said even with -q: the token or the broker's identity is at stake.
       for (const warning of connection.warnings) stderr.write(warningMessage(warning));

@@ -10,6 +10,7 @@ import { BrokerError, ExitCode, UsageError, signalExitCode } from '../exit.js';
 import { write } from '../io.js';
 import { isMachineFormat, type OutputFormat } from '../output/format.js';
 import { recordSink } from '../output/records.js';
+import { escapeText } from '../output/sanitise.js';
 import { errorMessage } from '../output/words.js';
 import type { GlobalContext } from './globals.js';
 import { askHealth, PING_TIMEOUT_MS } from './ping.js';
@@ -181,7 +182,7 @@ export async function runVersion(
       `broker: ${broker.version ?? '-'} (${broker.status}${database}) at ${broker.server}`,
       `context: ${context.name ?? '-'} (${context.server})`,
     ];
-    await write(io.stdout, `${lines.join('\n')}\n`);
+    await write(io.stdout, `${lines.map(escapeText).join('\n')}\n`);
   }
   if (failure) {
     await write(io.stderr, errorMessage(failure));

@@ -25,7 +25,9 @@ export async function resolveFormat(flag: string | undefined, stdoutIsTTY: boole
   if ((OUTPUT_FORMATS as readonly string[]).includes(flag)) return flag as NamedFormat;
   if (flag.startsWith('jsonpath=')) {
     const { parseJsonPath } = await import('./jsonpath.js');
-    return { kind: 'jsonpath', template: await parseJsonPath(flag.slice('jsonpath='.length)) };
+    // On a terminal the values it selects are escaped (sanitise.ts); in a pipe they are exact.
+    const template = await parseJsonPath(flag.slice('jsonpath='.length), { terminal: stdoutIsTTY });
+    return { kind: 'jsonpath', template };
   }
   throw new UsageError(
     `-o/--output takes ${OUTPUT_FORMATS.join(', ')} or jsonpath=<expr>, not ${JSON.stringify(flag)}`,

@@ -17,6 +17,7 @@
  * The library is loaded by `parseJsonPath` alone, so only runs given `-o jsonpath=` pay for it.
  */
 import { UsageError } from '../exit.js';
+import { escapeText } from './sanitise.js';
 
 type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 type Query = (input: JsonValue, expression: string) => JsonValue[];
@@ -214,7 +215,20 @@ function valueText(value: JsonValue): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
-function renderParts(query: Query, parts: readonly Part[], root: JsonValue, current: JsonValue): string {
+/**
+ * A selected value as printed: exact for a program, escaped on a terminal, where a value the
+ * broker filled could otherwise drive it (docs/security.md#outside-text-is-data). The template's
+ * own text (`{"\n"}`) is the user's and stays as written.
+ */
+type ShowValue = (value: JsonValue) => string;
+
+function renderParts(
+  query: Query,
+  parts: readonly Part[],
+  root: JsonValue,
+  current: JsonValue,
+  show: ShowValue,
+): string {
   let out = '';
   for (const part of parts) {
     if (part.kind === 'text') {
@@ -223,12 +237,12 @@ function renderParts(query: Query, parts: readonly Part[], root: JsonValue, curr
     }
     const values = query(part.path.fromRoot ? root : current, part.path.query);
     if (part.kind === 'path') {
-      out += values.map(valueText).join(' ');
+      out += values.map(show).join(' ');
       continue;
     }
     // `{range .rows}` over one array means its elements, as `{range .rows[*]}` does.
     const items = values.length === 1 && Array.isArray(values[0]) ? (values[0] as JsonValue[]) : values;
-    for (const item of items) out += renderParts(query, part.body, root, item);
+    for (const item of items) out += renderParts(query, part.body, root, item, show);
   }
   return out;
 }
@@ -237,7 +251,10 @@ function renderParts(query: Query, parts: readonly Part[], root: JsonValue, curr
  * Parses `expression` (what follows `jsonpath=`) into a template, loading the library. A
  * malformed expression is a UsageError naming jsonpath and where it broke.
  */
-export async function parseJsonPath(expression: string): Promise<JsonPathTemplate> {
+export async function parseJsonPath(
+  expression: string,
+  { terminal = false }: { terminal?: boolean } = {},
+): Promise<JsonPathTemplate> {
   if (expression.trim() === '') {
     throw new UsageError(
       '-o jsonpath: the expression is empty',
@@ -254,10 +271,11 @@ export async function parseJsonPath(expression: string): Promise<JsonPathTemplat
         { kind: 'text', text: '\n' },
       ]
     : parseTemplate(parse, expression);
+  const show: ShowValue = terminal ? (value) => escapeText(valueText(value)) : valueText;
   const render = (value: unknown): string => {
     // What -o json would print: the records are plain JSON values already.
     const json = JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
-    return renderParts(query as Query, parts, json, json);
+    return renderParts(query as Query, parts, json, json, show);
   };
   return {
     expression,

@@ -4,7 +4,8 @@
  * examples of each, so a run over thousands of ids stays small in memory.
  */
 import type { LeaseOutcome, RenewAllSummary } from '../renewal/renew-all.js';
-import { errorMessage, listSome, LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
+import { escapeText } from './sanitise.js';
+import { errorMessage, listSome, LOST_LEASE_ACTION, lostLeaseMeaning, warningMessage } from './words.js';
 
 const EXAMPLES = 5;
 
@@ -20,9 +21,11 @@ function addTo(groups: Map<string, Group>, key: string, example: string): void {
   groups.set(key, group);
 }
 
+/** The examples of a group, escaped: ids from standard input, said by the broker to be lost. */
 function some(group: Group): string {
-  const more = group.count - group.examples.length;
-  return more > 0 ? `${group.examples.join(', ')} and ${more} more` : listSome(group.examples);
+  const examples = group.examples.map(escapeText);
+  const more = group.count - examples.length;
+  return more > 0 ? `${examples.join(', ')} and ${more} more` : listSome(examples);
 }
 
 export class RunReport {
@@ -65,7 +68,7 @@ export class RunReport {
   /** The stderr text; empty when every lease was fine. */
   render(summary: RenewAllSummary, single: boolean): string {
     const lines: string[] = [];
-    for (const text of this.warnings) lines.push(`queenctl: warning: ${text}\n`);
+    for (const text of this.warnings) lines.push(warningMessage(text));
     for (const [message, group] of this.errors) {
       const error = this.firstError.get(message) as Error;
       // The lease is named either way: at 3 a.m. "HTTP 503" alone does not say what is at stake.
@@ -79,11 +82,11 @@ export class RunReport {
     let notHeldCount = 0;
     for (const [reason, group] of this.notHeld) {
       notHeldCount += group.count;
-      const said = reason ? ` (broker said: ${reason})` : '';
+      const said = reason ? ` (broker said: ${escapeText(reason)})` : '';
       const plural = this.failure.replace(/^was/, 'were').replace(/^is/, 'are');
       lines.push(
         group.count === 1
-          ? `queenctl: lease ${group.examples[0]} ${this.failure}${said}.\n`
+          ? `queenctl: lease ${some(group)} ${this.failure}${said}.\n`
           : `queenctl: ${group.count} leases ${plural}${said}: ${some(group)}.\n`,
       );
     }

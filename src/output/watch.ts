@@ -30,6 +30,7 @@ import type { WatchFailure, WatchStatus } from '../renewal/scheduler.js';
 import { formatDuration } from './duration.js';
 import { isJsonPath, type OutputFormat } from './format.js';
 import type { JsonPathTemplate } from './jsonpath.js';
+import { escapeText } from './sanitise.js';
 import { LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
 import { yamlStringify } from './yaml.js';
 
@@ -96,7 +97,12 @@ export function watchOutputMode(choice: {
 
 // --- words -----------------------------------------------------------------------------------
 
-const line = (text: string): string => `queenctl: ${text}\n`;
+/**
+ * One line for people: every word of it escaped, since events carry the broker's words, errors and
+ * ids (docs/security.md#outside-text-is-data). Colour, when any, is added after escaping.
+ */
+const line = (text: string, paint: (text: string) => string = (plain) => plain): string =>
+  `queenctl: ${paint(escapeText(text))}\n`;
 const timeOf = (at: string): string => at.slice(11, 23);
 const partitions = (renewed: number): string => (renewed === 1 ? '1 partition' : `${renewed} partitions`);
 
@@ -204,7 +210,9 @@ export function lostMeaning(): string {
 
 export function watchFailureMessage(failure: WatchFailure, count: number): string {
   const which = count > 1 ? `${count} leases, first ${failure.leaseId},` : `lease ${failure.leaseId}`;
-  return line(`${which} could not be watched: ${failure.message}`) + (failure.hint ? `  ${failure.hint}\n` : '');
+  return (
+    line(`${which} could not be watched: ${failure.message}`) + (failure.hint ? `  ${escapeText(failure.hint)}\n` : '')
+  );
 }
 
 export function tokenOnCommandLineHint(): string {
@@ -413,7 +421,9 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     color: options.color ? 'cyan' : false,
   });
   const refresh = (): void => {
-    spinner.text = spinnerText(options.status(), options.clock.now(), options.leaseCount, options.firstLeaseId);
+    spinner.text = escapeText(
+      spinnerText(options.status(), options.clock.now(), options.leaseCount, options.firstLeaseId),
+    );
   };
   refresh();
   spinner.start();
@@ -426,13 +436,12 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
       const words = eventWords(event);
       const bad =
         event.event === 'lost' || event.event === 'outage' || (event.event === 'stopped' && event.reason === 'error');
-      above(
-        line(`${timeOf(event.at)} ${bad ? style.bad(words) : event.event === 'retry' ? style.warn(words) : words}`),
-      );
+      const paint = bad ? style.bad : event.event === 'retry' ? style.warn : (plain: string) => plain;
+      above(`queenctl: ${timeOf(event.at)} ${paint(escapeText(words))}\n`);
       if (event.event === 'lost') explainLoss();
       refresh();
     },
-    warn: (text) => above(line(style.warn(`warning: ${text}`))),
+    warn: (text) => above(line(`warning: ${text}`, style.warn)),
     note: (text) => above(line(text)),
     error: (text) => above(text),
     close() {

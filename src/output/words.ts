@@ -3,6 +3,8 @@
  * to do. Commands decide what happened; this module says it.
  */
 import { QueenctlError } from '../exit.js';
+import { formatDuration } from './duration.js';
+import { escapeText } from './sanitise.js';
 
 /** Why renewed: 0 happens and what to do about it (docs/broker.md#lost-lease). */
 export function lostLeaseMeaning(several: boolean): string {
@@ -19,13 +21,28 @@ export function listSome(items: readonly string[], max = 5): string {
   return items.length <= max ? items.join(', ') : `${items.slice(0, max).join(', ')} and ${items.length - max} more`;
 }
 
+/**
+ * An error's one line, then its hint, each escaped: messages quote the broker's words, config
+ * values and ids (docs/security.md#outside-text-is-data). A hint of several lines keeps them.
+ */
 export function errorMessage(error: QueenctlError | Error): string {
-  const hint = error instanceof QueenctlError && error.hint ? `\n  ${error.hint}` : '';
-  return `queenctl: ${error.message}${hint}\n`;
+  const hint = error instanceof QueenctlError && error.hint ? `\n  ${escapeLines(error.hint)}` : '';
+  return `queenctl: ${escapeText(error.message)}${hint}\n`;
 }
 
 export function warningMessage(text: string): string {
-  return `queenctl: warning: ${text}\n`;
+  return `queenctl: warning: ${escapeText(text)}\n`;
+}
+
+/** Each line of queenctl's own multi-line text escaped, the line breaks kept. */
+function escapeLines(text: string): string {
+  return text.split('\n').map(escapeText).join('\n');
+}
+
+/** A request of extend or inspect that is retried: the lease, the error, the next try. */
+export function retryNote(leaseId: string, message: string, attempt: number, retries: number, delayMs: number): string {
+  const retry = `retry ${attempt} of ${retries} in ${formatDuration(delayMs)}`;
+  return `queenctl: ${escapeText(leaseId)}: ${escapeText(message)}; ${retry}\n`;
 }
 
 /** What an errno means to someone choosing another place for a file, in a few words. */

@@ -5,10 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, beforeEach, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { cliCommandLine, runProcess } from '../support/cli.js';
 
@@ -127,5 +127,114 @@ words=(queenctl lease inspect ''); CURRENT=4; _queenctl`;
     const offered = result.stdout.split('\n').filter(Boolean).sort();
     assert.ok(offered.includes(leaseId), result.stdout);
     assert.deepEqual([offered], (await bash(['queenctl lease watch '])).offered);
+  });
+});
+
+/**
+ * Candidates are data (docs/security.md#outside-text-is-data): a lease id the broker lists and a
+ * context name a shared config holds may say `$(touch …)` or `` `touch …` ``; TAB must run
+ * neither, in any shell, and bash must insert them quoted so that Enter runs nothing either.
+ */
+describe('completion candidates are never expanded', () => {
+  let hostile: Simulator | undefined;
+  let hostileEnv: typeof env;
+  /** Where a candidate that ran would leave its file. */
+  let marks: string;
+  const ids = (): string[] => [`$(touch\${IFS}${marks}/lease-dollar)`, `\`touch\${IFS}${marks}/lease-tick\``];
+  const contexts = (): string[] => [`$(touch\${IFS}${marks}/context-dollar)`, `\`touch\${IFS}${marks}/context-tick\``];
+  const nothingRan = (): void => assert.deepEqual(readdirSync(marks), [], 'a candidate was run by the shell');
+
+  before(async () => {
+    hostile = await startSimulator();
+    marks = mkdtempSync(join(tmpdir(), 'queenctl-marks-'));
+    for (const leaseId of ids()) hostile.mint({ leaseId, group: 'billing' });
+    const home = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
+    mkdirSync(join(home, '.queen'));
+    // The server is the first context's: the one in force.
+    const named = contexts().map((name) => `  - name: ${JSON.stringify(name)}\n    server: ${hostile?.url}\n`);
+    writeFileSync(
+      join(home, '.queen', 'config.yaml'),
+      `current-context: ${JSON.stringify(contexts()[0])}\ncontexts:\n${named.join('')}`,
+    );
+    hostileEnv = { ...env, HOME: home };
+  });
+  after(() => hostile?.close());
+  // Each shell is judged on its own: what an earlier one left is removed.
+  beforeEach(() => {
+    for (const name of readdirSync(marks)) rmSync(join(marks, name));
+  });
+
+  it('bash offers them quoted (printf %q), runs nothing, and the inserted word is the id itself', async () => {
+    const lines = ['queenctl lease extend ', 'queenctl --context ', 'queenctl config use-context '];
+    const calls = lines.map((line) => {
+      const words = line.split(' ');
+      return `COMP_LINE=${JSON.stringify(line)}
+COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}; COMPREPLY=()
+_queenctl
+# What Enter would run after the candidate was inserted: each must read back as one literal word.
+for word in "\${COMPREPLY[@]}"; do eval "set -- $word"; printf '%s\\n' "$#:$1"; done; echo '${END_OF_LINE}'`;
+    });
+    const program = `source ${JSON.stringify(bashScript)}\n${calls.join('\n')}`;
+    const result = await runProcess('bash', ['-c', program], { env: hostileEnv, exit: 0 });
+    nothingRan();
+    const [leases, context, useContext] = result.stdout
+      .split(`${END_OF_LINE}\n`)
+      .map((text) => text.split('\n').filter(Boolean).sort());
+    assert.deepEqual(
+      leases,
+      ids()
+        .map((id) => `1:${id}`)
+        .sort(),
+      result.stderr,
+    );
+    assert.deepEqual(
+      context,
+      contexts()
+        .map((name) => `1:${name}`)
+        .sort(),
+    );
+    assert.deepEqual(
+      useContext,
+      contexts()
+        .map((name) => `1:${name}`)
+        .sort(),
+    );
+  });
+
+  it('zsh adds them as they are and runs nothing', {
+    skip: installed('zsh') ? false : 'zsh is not installed here',
+  }, async () => {
+    const program = `autoload -U compinit && compinit -u
+source <(queenctl completion zsh)
+compadd() { [[ $1 == -a ]] && print -l -- \${(P)2} }
+words=(queenctl lease inspect ''); CURRENT=4; _queenctl
+words=(queenctl --context ''); CURRENT=3; _queenctl`;
+    const result = await runProcess('zsh', ['-c', program], { env: hostileEnv, exit: 0 });
+    nothingRan();
+    assert.deepEqual(result.stdout.split('\n').filter(Boolean).sort(), [...ids(), ...contexts()].sort(), result.stderr);
+  });
+
+  it('fish offers them as they are and runs nothing', {
+    skip: installed('fish') ? false : 'fish is not installed here',
+  }, async () => {
+    const result = await runProcess(
+      'fish',
+      [
+        '-c',
+        'queenctl completion fish | source; complete -C "queenctl lease watch "; complete -C "queenctl --context "',
+      ],
+      { env: hostileEnv, exit: 0 },
+    );
+    nothingRan();
+    // fish prints a flag's description after a tab.
+    assert.deepEqual(
+      result.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => line.split('\t')[0])
+        .sort(),
+      [...ids(), ...contexts()].sort(),
+      result.stderr,
+    );
   });
 });

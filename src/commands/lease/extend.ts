@@ -8,6 +8,7 @@ import { remainingMs } from '../../broker/broker-clock.js';
 import type { RenewalResult } from '../../broker/contract.js';
 import type { ExitCode } from '../../exit.js';
 import { formatDuration } from '../../output/duration.js';
+import { bad, ok, type Cell } from '../../output/table.js';
 import type { GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { leaseRunOptions, requestsFor, runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
@@ -79,18 +80,18 @@ export const extendView: LeaseView<ExtendRecord> = {
     const headers = ['LEASE ID', 'RENEWED', 'newExpiresAt', 'expiresAt', 'lease_expires_at', 'LEFT'];
     return wide ? [...headers, 'BROKER SAID', 'SHAPE', 'CLOCK'] : headers;
   },
-  row: (outcome, wide, nowMs, style) => {
+  row: (outcome, wide, nowMs) => {
     if ('error' in outcome) {
-      const row = [outcome.leaseId, style.bad('error'), '-', '-', '-', '-'];
+      const row: Cell[] = [outcome.leaseId, bad('error'), '-', '-', '-', '-'];
       return wide ? [...row, outcome.error.message, '-', '-'] : row;
     }
     const { result, reason, expiresAtMs, shape } = outcome.renewal;
     const held = result.renewed > 0;
     const left =
       held && expiresAtMs !== null ? formatDuration(remainingMs(expiresAtMs, nowMs, outcome.brokerClock)) : '-';
-    const row = [
+    const row: Cell[] = [
       outcome.leaseId,
-      held ? style.ok(String(result.renewed)) : style.bad(`${result.renewed} NOT RENEWED`),
+      held ? ok(String(result.renewed)) : bad(`${result.renewed} NOT RENEWED`),
       String(result.newExpiresAt),
       String(result.expiresAt),
       String(result.lease_expires_at),

@@ -9,6 +9,7 @@ import { Command } from 'commander';
 import { remainingMs } from '../../broker/broker-clock.js';
 import type { ExitCode } from '../../exit.js';
 import { formatDuration } from '../../output/duration.js';
+import { bad, ok, type Cell } from '../../output/table.js';
 import type { GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { leaseRunOptions, requestsFor, runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
@@ -100,10 +101,10 @@ export const inspectView: LeaseView<InspectRecord> = {
     const headers = ['LEASE ID', 'LIVE', 'HELD', 'EXPIRES AT', 'REMAINING'];
     return wide ? [...headers, 'BROKER SAID', 'CLOCK'] : headers;
   },
-  row: (outcome, wide, nowMs, style) => {
+  row: (outcome, wide, nowMs) => {
     const record = inspectRecord(outcome, nowMs);
-    const live = record.live === null ? style.bad('error') : record.live ? style.ok('yes') : style.bad('NO');
-    const row = [
+    const live = record.live === null ? bad('error') : record.live ? ok('yes') : bad('NO');
+    const row: Cell[] = [
       record.leaseId,
       live,
       record.held === null ? (record.live ? '?' : '-') : String(record.held),

@@ -8,12 +8,12 @@ import { timeZoneSuspicion } from '../../broker/broker-clock.js';
 import type { RetryPolicy } from '../../broker/retry.js';
 import { ExitCode, runExitCode, signalExitCode } from '../../exit.js';
 import { write } from '../../io.js';
-import { formatDuration } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
 import { recordSink } from '../../output/records.js';
 import { RunReport } from '../../output/report.js';
-import { loadStyle, type Style } from '../../output/style.js';
-import { renderTable } from '../../output/table.js';
+import { loadStyle } from '../../output/style.js';
+import { renderTable, type Cell } from '../../output/table.js';
+import { retryNote } from '../../output/words.js';
 import type { Settings } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { renewAll, type LeaseOutcome } from '../../renewal/renew-all.js';
@@ -51,7 +51,7 @@ export interface LeaseView<R extends object> {
   failure: 'was not renewed' | 'is not held';
   record(outcome: LeaseOutcome, nowMs: number): R;
   headers(wide: boolean): string[];
-  row(outcome: LeaseOutcome, wide: boolean, nowMs: number, style: Style): string[];
+  row(outcome: LeaseOutcome, wide: boolean, nowMs: number): Cell[];
 }
 
 export async function runLeaseRequests<R extends object>(
@@ -67,7 +67,7 @@ export async function runLeaseRequests<R extends object>(
   const sink = isMachineFormat(format) ? await recordSink<R>(io.stdout, format, source.single) : null;
   const wide = format === 'wide';
   const style = await loadStyle(io.color && (format === 'table' || wide));
-  const rows: string[][] = [];
+  const rows: Cell[][] = [];
   let printed = 0;
 
   const summary = await renewAll(
@@ -78,8 +78,7 @@ export async function runLeaseRequests<R extends object>(
       concurrency: options.concurrency,
       onRetry: (leaseId, error, attempt, delayMs) => {
         if (io.quiet) return;
-        const retry = `retry ${attempt} of ${options.retry.retries} in ${formatDuration(delayMs)}`;
-        void write(io.stderr, `queenctl: ${leaseId}: ${error.message}; ${retry}\n`);
+        void write(io.stderr, retryNote(leaseId, error.message, attempt, options.retry.retries, delayMs));
       },
     },
     runtime,
@@ -99,7 +98,7 @@ export async function runLeaseRequests<R extends object>(
       }
       printed++;
       if (sink) await sink.add(view.record(outcome, clock.now()));
-      else if (format) rows.push(view.row(outcome, wide, clock.now(), style));
+      else if (format) rows.push(view.row(outcome, wide, clock.now()));
     },
   );
   if (summary.inputError) codes.add(ExitCode.Usage);
@@ -110,7 +109,8 @@ export async function runLeaseRequests<R extends object>(
   // stays empty. An empty `[]` would read as "nothing failed" to `jq 'all(.renewed > 0)'`.
   if (printed > 0) await sink?.end();
   if (rows.length > 0) {
-    await write(io.stdout, await renderTable({ headers: view.headers(wide), rows, noHeaders: options.noHeaders }));
+    const table = { headers: view.headers(wide), rows, noHeaders: options.noHeaders, style };
+    await write(io.stdout, await renderTable(table));
   }
   const notes = report.render(summary, source.single);
   // Not awaited for 'drain': a stderr nobody reads any more never drains, and the exit code

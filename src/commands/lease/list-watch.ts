@@ -9,7 +9,10 @@ import { AuthError, BrokerError, type ExitCode, signalExitCode } from '../../exi
 import { write, type OutputStream } from '../../io.js';
 import { formatDuration } from '../../output/duration.js';
 import { isJsonPath, type OutputFormat } from '../../output/format.js';
+import { nameLines, refusedLeaseIdMessage } from '../../output/names.js';
+import { escapeText } from '../../output/sanitise.js';
 import { loadStyle, type Style } from '../../output/style.js';
+import { showCell } from '../../output/table.js';
 import { heldLeases } from '../../broker/consumer-groups.js';
 import type { MetricsAddress } from '../../metrics/address.js';
 import type { ListMetrics } from '../../metrics/list.js';
@@ -63,7 +66,7 @@ interface EventPrinter {
 
 async function eventPrinter(
   format: OutputFormat,
-  stdout: OutputStream,
+  { stdout, stderr }: { stdout: OutputStream; stderr: OutputStream },
   options: ListOptions,
   color: boolean,
 ): Promise<EventPrinter> {
@@ -88,16 +91,20 @@ async function eventPrinter(
     return { print: (events) => write(stdout, events.map(document).join('')) };
   }
   if (format === 'name') {
-    // The ids of leases as they appear: what `extend -` or `watch -` would take next.
+    // The ids of leases as they appear: what `extend -` or `watch -` would take next. An id
+    // no reader could take is said once on stderr, and the watch goes on (names.ts).
+    const refusedBefore = new Set<string>();
     return {
-      print: (events) =>
-        write(
-          stdout,
-          events
-            .filter((event) => event.event === 'added')
-            .map((event) => `${event.leaseId}\n`)
-            .join(''),
-        ),
+      async print(events) {
+        const added = events.filter((event) => event.event === 'added').map((event) => event.leaseId);
+        const { text, refused } = nameLines(added);
+        if (text) await write(stdout, text);
+        for (const leaseId of refused) {
+          if (refusedBefore.has(leaseId)) continue;
+          refusedBefore.add(leaseId);
+          await write(stderr, refusedLeaseIdMessage(leaseId));
+        }
+      },
     };
   }
   return growingTable(stdout, options, format === 'wide', await loadStyle(color));
@@ -124,7 +131,9 @@ function growingTable(stdout: OutputStream, options: ListOptions, wide: boolean,
       .trimEnd()}\n`;
   return {
     async print(events) {
-      const rows = events.map((event) => [event.event, ...tableRow(event, options, wide, style)]);
+      const rows = events.map((event) =>
+        [event.event, ...tableRow(event, options, wide)].map((cell) => showCell(cell, style)),
+      );
       if (rows.length === 0) return;
       let text = '';
       if (widths === null) {
@@ -157,11 +166,11 @@ export async function runListWatch(options: ListWatchOptions, runtime: ListRunti
 
 async function pollListings(options: ListWatchOptions, runtime: ListRuntime, metrics: ListMetrics | null) {
   const { io, clock, signal } = runtime;
-  const printer = options.format === null ? null : await eventPrinter(options.format, io.stdout, options, io.color);
+  const printer = options.format === null ? null : await eventPrinter(options.format, io, options, io.color);
   // Each poll asks once: the next poll is the retry.
   const once: ListOptions = { ...options, retry: { ...options.retry, retries: 0 } };
   const note = (text: string): Promise<void> =>
-    io.quiet ? Promise.resolve() : write(io.stderr, `queenctl: ${timeOf(clock.now())} ${text}\n`);
+    io.quiet ? Promise.resolve() : write(io.stderr, `queenctl: ${timeOf(clock.now())} ${escapeText(text)}\n`);
   let known = new Map<string, ListRecord>();
   let downSince: number | null = null;
   let listedOnce = false;

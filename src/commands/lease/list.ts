@@ -20,8 +20,10 @@ import { write } from '../../io.js';
 import { formatDuration } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
 import { recordSink } from '../../output/records.js';
-import { loadStyle, type Style } from '../../output/style.js';
-import { renderTable } from '../../output/table.js';
+import { nameLines, refusedLeaseIdMessage } from '../../output/names.js';
+import { escapeText } from '../../output/sanitise.js';
+import { loadStyle } from '../../output/style.js';
+import { bad, ok, renderTable, type Cell } from '../../output/table.js';
 import { renewAll, type RenewAllContext } from '../../renewal/renew-all.js';
 import { flagParser, type GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
@@ -314,9 +316,9 @@ function describeFilters(options: ListOptions): string {
   return parts.length > 0 ? ` (${parts.join(', ')})` : '';
 }
 
-export function tableRow(record: ListRecord, options: ListOptions, wide: boolean, style: Style): string[] {
-  const live = record.live ? style.ok('yes') : style.bad('NO');
-  const row = [
+export function tableRow(record: ListRecord, options: ListOptions, wide: boolean): Cell[] {
+  const live = record.live ? ok('yes') : bad('NO');
+  const row: Cell[] = [
     record.leaseId,
     groupLabel(record.consumerGroup),
     record.queue,
@@ -327,7 +329,7 @@ export function tableRow(record: ListRecord, options: ListOptions, wide: boolean
   const remaining =
     record.remainingMs === null || record.remainingMs === undefined
       ? record.error
-        ? style.bad('error')
+        ? bad('error')
         : '-'
       : formatDuration(record.remainingMs);
   return [...row, record.expiresAt ?? '-', remaining];
@@ -373,8 +375,10 @@ export async function runList(options: ListOptions, runtime: ListRuntime): Promi
   }
   const { format } = options;
   if (format === 'name') {
-    const ids = [...new Set(records.map((record) => record.leaseId))];
-    if (ids.length > 0) await write(io.stdout, `${ids.join('\n')}\n`);
+    const { text, refused } = nameLines(records.map((record) => record.leaseId));
+    if (text) await write(io.stdout, text);
+    for (const leaseId of refused) await write(io.stderr, refusedLeaseIdMessage(leaseId));
+    if (refused.length > 0) code = ExitCode.Broker;
   } else if (isMachineFormat(format)) {
     const sink = await recordSink<ListRecord>(io.stdout, format, false);
     for (const record of records) await sink.add(record);
@@ -382,12 +386,12 @@ export async function runList(options: ListOptions, runtime: ListRuntime): Promi
   } else if (format && records.length > 0) {
     const wide = format === 'wide';
     const style = await loadStyle(io.color);
-    const rows = records.map((record) => tableRow(record, options, wide, style));
-    await write(io.stdout, await renderTable({ headers: headers(options), rows, noHeaders: options.noHeaders }));
+    const rows = records.map((record) => tableRow(record, options, wide));
+    await write(io.stdout, await renderTable({ headers: headers(options), rows, noHeaders: options.noHeaders, style }));
   }
   if (records.length === 0 && !io.quiet) {
     const which = options.all ? 'no leases, held or stale, were found' : 'no held leases were found';
-    await write(io.stderr, `queenctl: ${which}${describeFilters(options)}\n`);
+    await write(io.stderr, `queenctl: ${which}${escapeText(describeFilters(options))}\n`);
   }
   const failed = records.filter((record) => record.error !== undefined);
   if (failed.length > 0) {
@@ -395,7 +399,7 @@ export async function runList(options: ListOptions, runtime: ListRuntime): Promi
     await write(
       io.stderr,
       `queenctl: the expiry of ${failed.length} of ${records.length} leases is unknown: ` +
-        `the probe failed (${first.leaseId}: ${first.error}); rerun once the broker answers\n`,
+        `the probe failed (${escapeText(`${first.leaseId}: ${first.error}`)}); rerun once the broker answers\n`,
     );
   }
   return code;
