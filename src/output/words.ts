@@ -34,9 +34,16 @@ export function warningMessage(text: string): string {
   return `queenctl: warning: ${escapeText(text)}\n`;
 }
 
-/** Each line of queenctl's own multi-line text escaped, the line breaks kept. */
+/**
+ * A hint's lines, each escaped and each after the first indented under the error: its line breaks
+ * are queenctl's (a caret under an expression, a wait then what to check), and no line of it can
+ * pass for a `queenctl:` line of its own.
+ */
 function escapeLines(text: string): string {
-  return text.split('\n').map(escapeText).join('\n');
+  return text
+    .split('\n')
+    .map((line, i) => (i === 0 || line.startsWith('  ') ? escapeText(line) : `  ${escapeText(line)}`))
+    .join('\n');
 }
 
 /** A request of extend or inspect that is retried: the lease, the error, the next try. */

@@ -5,7 +5,7 @@
  * holder (docs/broker.md#consumer-groups), and `--expiry` asks each lease the way `inspect` does.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { leaseIdSource, parseDuration } from '../../args.js';
+import { checkLeaseId, leaseIdSource, parseDuration } from '../../args.js';
 import {
   QUEUE_MODE_GROUP,
   heldLeases,
@@ -252,6 +252,15 @@ export async function readHolders(
   return perGroup.flat();
 }
 
+function isLeaseId(leaseId: string): boolean {
+  try {
+    checkLeaseId(leaseId);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** What a read-only token cannot do: the probe is a renewal of one second. */
 function probeRefused(error: AuthError): AuthError {
   return new AuthError(
@@ -274,10 +283,23 @@ async function probeExpiry(
   runtime: ListRuntime,
 ): Promise<'probed' | 'failed' | 'interrupted'> {
   const byId = new Map<string, ListRecord[]>();
-  for (const record of records) byId.set(record.leaseId, [...(byId.get(record.leaseId) ?? []), record]);
+  let failed = false;
+  for (const record of records) {
+    // An id no lease id can be (args.ts) is an answer outside the contract: it is not sent, and its
+    // expiry stays unknown, instead of the whole listing ending as a usage error.
+    if (!isLeaseId(record.leaseId)) {
+      record.expiresAt = null;
+      record.remainingMs = null;
+      record.held = null;
+      record.error = 'not probed: the broker listed an id that is no lease id (an answer outside the contract)';
+      failed = true;
+      continue;
+    }
+    byId.set(record.leaseId, [...(byId.get(record.leaseId) ?? []), record]);
+  }
+  if (byId.size === 0) return 'failed';
   const source = leaseIdSource([...byId.keys()], () => runtime.io.stdin);
   let refused: AuthError | null = null;
-  let failed = false;
   const summary = await renewAll(
     source,
     { seconds: INSPECT_SECONDS, retry: options.retry, concurrency: options.concurrency },
