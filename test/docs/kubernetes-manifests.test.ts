@@ -16,6 +16,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import type { Clock } from '../../src/clock.js';
+import { parseMetricsAddress } from '../../src/metrics/address.js';
 import { VERSION } from '../../src/version.js';
 import { runInProcess } from '../support/in-process.js';
 
@@ -170,9 +171,15 @@ describe('docs/examples: the manifests', () => {
   it('queenctl serves metrics on the port named metrics, which the probes and scrapers use', () => {
     assert.ok(queenctlContainers.length > 0);
     for (const { manifest, pod, container } of queenctlContainers) {
-      const { argv } = expand(container);
-      const address = argv[argv.indexOf('--metrics-address') + 1];
-      assert.equal(address, `:${METRICS_PORT}`, `${manifest.file}: --metrics-address`);
+      // The pod's address from the downward API, not every interface: what the kubelet's probes
+      // and Prometheus reach, by IP, which the listener's Host check lets through
+      // (docs/metrics.md, "Who may connect").
+      const args = container.args ?? [];
+      const address = args[args.indexOf('--metrics-address') + 1];
+      assert.equal(address, `$(POD_IP):${METRICS_PORT}`, `${manifest.file}: --metrics-address`);
+      const podIp = container.env?.find((variable) => variable.name === 'POD_IP');
+      assert.deepEqual(podIp?.valueFrom, { fieldRef: { fieldPath: 'status.podIP' } }, `${manifest.file}: POD_IP`);
+      assert.equal(parseMetricsAddress(address.replace('$(POD_IP)', '10.1.2.3')).host, '10.1.2.3');
       const port = container.ports?.find((candidate) => candidate.name === 'metrics');
       assert.equal(port?.containerPort, METRICS_PORT, `${manifest.file}: a port named metrics`);
       assert.deepEqual(container.livenessProbe?.httpGet, { path: '/livez', port: 'metrics' }, manifest.file);

@@ -5,9 +5,10 @@
  * find. (The series on fake time: test/unit/metrics.test.ts; a real Prometheus: test/fleet/.)
  */
 import assert from 'node:assert/strict';
-import { Agent, get as httpGet } from 'node:http';
+import { Agent, get as httpGet, request as httpRequest } from 'node:http';
 import { connect, createServer, type Server } from 'node:net';
 import { describe, it } from 'node:test';
+import { LISTENER_LIMITS } from '../../src/metrics/server.js';
 import { startCli } from '../support/cli.js';
 import { runInProcess, startInProcess } from '../support/in-process.js';
 import { sampleValue } from '../support/prometheus-text.js';
@@ -121,9 +122,10 @@ describe('--metrics-address under load', () => {
     await eventually(async () => ((await renewed()) >= 20 ? true : undefined), 'the first renewals');
     const before = await renewed();
     const started = Date.now();
-    // Sent at once over 50 connections, as many Prometheus servers would scrape; node:http, the
-    // lighter client, so that the scrapes' own cost in this process stays small.
-    const agent = new Agent({ keepAlive: true, maxSockets: 50 });
+    // Sent at once over 20 connections, as many Prometheus servers and probes would scrape (the
+    // listener holds LISTENER_LIMITS.maxConnections at most); node:http, the lighter client, so
+    // that the scrapes' own cost in this process stays small.
+    const agent = new Agent({ keepAlive: true, maxSockets: 20 });
     const scrape = (path: string): Promise<number> =>
       new Promise((resolve, reject) =>
         httpGet(`${url}${path}`, { agent, timeout: FLOOD_WITHIN_MS }, (response) => {
@@ -137,6 +139,7 @@ describe('--metrics-address under load', () => {
     agent.destroy();
     const tookMs = Date.now() - started;
     assert.deepEqual(new Set(statuses), new Set([200]));
+    assert.ok(agent.maxSockets < LISTENER_LIMITS.maxConnections);
     // However long the scrapes took, the renewals due in that time went on: at least one more
     // round of every lease once the scrapes are answered (waited for, not slept on).
     await eventually(
@@ -148,6 +151,53 @@ describe('--metrics-address under load', () => {
     assert.equal(result.code, 130, result.stderr);
     assert.doesNotMatch(result.stdout, /"event":"(lost|retry)"/);
     assert.doesNotMatch(result.stderr, /cannot keep up|cannot renew/i);
+  });
+});
+
+describe('--metrics-address: who may ask', () => {
+  it('lease watch: 421 for a request addressed to another site (DNS rebinding), 200 by address', async () => {
+    const sim = simulator();
+    const leaseId = sim.mint({ seconds: 60 });
+    const run = startInProcess(
+      ['lease', 'watch', leaseId, '--server', sim.url, '--seconds', '60', '--metrics-per-lease'].concat([
+        '--metrics-address',
+        '127.0.0.1:0',
+      ]),
+    );
+    const [, address] = await run.waitForStderr(/serving metrics on http:\/\/(\S+)\/metrics/);
+    const [host, port] = (address as string).split(':') as [string, string];
+    const getAs = (name: string, path: string): Promise<{ status: number; body: string }> =>
+      new Promise((resolve, reject) => {
+        const request = httpRequest(
+          { host, port, path, headers: { host: name }, setHost: false, timeout: ANSWER_WITHIN_MS },
+          (response) => {
+            let body = '';
+            response.setEncoding('utf8').on('data', (chunk: string) => {
+              body += chunk;
+            });
+            response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+          },
+        );
+        request.on('timeout', () => request.destroy(new Error(`GET ${path} as ${name}: no answer`)));
+        request.on('error', reject);
+        request.end();
+      });
+    await eventually(
+      async () => ((await getAs(address as string, '/readyz')).status === 200 ? true : undefined),
+      'the lease renewed',
+    );
+    for (const path of ['/metrics', '/livez', '/readyz']) {
+      const refused = await getAs(`rebound.evil.example:${port}`, path);
+      assert.equal(refused.status, 421, path);
+      assert.doesNotMatch(refused.body, new RegExp(leaseId), 'no lease id in the refusal');
+    }
+    for (const name of [address as string, `localhost:${port}`, `[::1]:${port}`]) {
+      const answered = await getAs(name, '/metrics');
+      assert.equal(answered.status, 200, name);
+      assert.match(answered.body, new RegExp(`queenctl_lease_remaining_seconds\\{lease_id="${leaseId}"\\}`));
+    }
+    run.kill('SIGINT');
+    assert.equal((await run.exited).code, 130);
   });
 });
 
