@@ -18,6 +18,11 @@ export interface LaunchSpec {
   env: NodeJS.ProcessEnv;
   /** The command's stdout goes to queenctl's stderr: stdout carries the event stream. */
   stdoutToStderr: boolean;
+  /**
+   * Should queenctl die while the command runs (SIGKILL, the OOM killer), its group gets SIGTERM
+   * at once and SIGKILL this long after, from outside queenctl (guardian.ts).
+   */
+  killAfterMs: number;
 }
 
 /** How the command ended, and the status a shell would report for it. */
@@ -184,7 +189,8 @@ export class CommandSupervisor {
     };
     const release = this.ports.relaySignals(forward);
     try {
-      const launched = await this.ports.launch({ command, args, env: this.childEnv(), stdoutToStderr });
+      const env = this.childEnv();
+      const launched = await this.ports.launch({ command, args, env, stdoutToStderr, killAfterMs });
       if (!('exited' in launched)) {
         this.state = 'ended';
         this.observer.notice({ kind: 'start-failed', exit: launched });
