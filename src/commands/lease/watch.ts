@@ -43,7 +43,7 @@ import type { WatchMetrics } from '../../metrics/watch.js';
 import { CONCURRENCY_CEILING } from '../../renewal/concurrency.js';
 import type { WatchEvent } from '../../renewal/events.js';
 import { RenewalScheduler, defaultEveryMs, safetyMarginMs, type WatchSummary } from '../../renewal/scheduler.js';
-import { launchInProcessGroup } from '../../watch/process-group.js';
+import { processGroupLauncher } from '../../watch/process-group.js';
 import { CommandSupervisor, type Launch, type SupervisorNotice } from '../../watch/supervisor.js';
 import { flagParser, type GlobalContext, type Settings, type VerbProcess } from '../globals.js';
 import type { Runtime } from '../runtime.js';
@@ -202,7 +202,7 @@ Examples:
             metricsAddress: options.metricsAddress,
             metricsPerLease: Boolean(options.metricsPerLease),
           };
-          return runWatch(watch, runtime, { ...proc, launch: launchInProcessGroup });
+          return runWatch(watch, runtime, { ...proc, launch: processGroupLauncher() });
         };
         if (options.metricsPerLease && options.metricsAddress === undefined) {
           throw new UsageError(
