@@ -8,6 +8,7 @@
  * own state before queenctl adds anything) costs more than loading the CLI from a code cache.
  */
 import { loadChunk, recordCodeCaches } from './standalone-chunks.js';
+import { GUARDIAN_ARG, GUARDIAN_ENV, guardCommandGroup } from './watch/guardian.js';
 
 /** A random word of each build (scripts/build-exe.mjs): its own code cache runs, and only they. */
 declare const QUEENCTL_CODE_CACHE_TOKEN: string | undefined;
@@ -15,4 +16,9 @@ declare const QUEENCTL_CODE_CACHE_TOKEN: string | undefined;
 const record = process.env.QUEENCTL_EXE_RECORD_CODE_CACHE;
 const token = typeof QUEENCTL_CODE_CACHE_TOKEN === 'string' ? `${QUEENCTL_CODE_CACHE_TOKEN}:` : undefined;
 if (token && record?.startsWith(token)) recordCodeCaches(record.slice(token.length));
-loadChunk('cli');
+// The guardian of a watched command (src/watch/guardian.ts), run by a watch as this executable
+// again: only with both its argument and its variable, never by a mistyped command line; and
+// without the CLI, so it starts quickly and stays small.
+if (process.env[GUARDIAN_ENV] === '1' && process.argv.length === 3 && process.argv[2] === GUARDIAN_ARG)
+  guardCommandGroup();
+else loadChunk('cli');

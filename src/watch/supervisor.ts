@@ -18,6 +18,11 @@ export interface LaunchSpec {
   env: NodeJS.ProcessEnv;
   /** The command's stdout goes to queenctl's stderr: stdout carries the event stream. */
   stdoutToStderr: boolean;
+  /**
+   * Should queenctl die while the command runs (SIGKILL, the OOM killer), its group gets SIGTERM
+   * at once and SIGKILL this long after, from outside queenctl (guardian.ts).
+   */
+  killAfterMs: number;
 }
 
 /** How the command ended, and the status a shell would report for it. */
@@ -43,8 +48,12 @@ export interface LaunchedCommand {
   release(): void;
 }
 
-/** Starts a command; resolves once it runs, or with how it could not be started (126/127). */
-export type Launch = (spec: LaunchSpec) => Promise<LaunchedCommand | ChildExit>;
+/**
+ * Starts a command; resolves once it runs, or with how it could not be started (126/127).
+ * `prepare`, if the launcher has it, gets ready for a launch to come, so that the launch itself
+ * costs less (the real launcher starts its guardian then).
+ */
+export type Launch = ((spec: LaunchSpec) => Promise<LaunchedCommand | ChildExit>) & { prepare?(): void };
 
 /** What the supervisor says happened, for the words on stderr (output/watch.ts). */
 export type SupervisorNotice =
@@ -110,7 +119,10 @@ export class CommandSupervisor {
     private readonly ports: SupervisorPorts,
     private readonly leases: SupervisedLeases,
     private readonly observer: SupervisorObserver,
-  ) {}
+  ) {
+    // The command starts after the first renewal: what launching it needs is made ready meanwhile.
+    ports.launch.prepare?.();
+  }
 
   /** True from the moment the command is to start: signals are then its to act on. */
   get started(): boolean {
@@ -184,7 +196,8 @@ export class CommandSupervisor {
     };
     const release = this.ports.relaySignals(forward);
     try {
-      const launched = await this.ports.launch({ command, args, env: this.childEnv(), stdoutToStderr });
+      const env = this.childEnv();
+      const launched = await this.ports.launch({ command, args, env, stdoutToStderr, killAfterMs });
       if (!('exited' in launched)) {
         this.state = 'ended';
         this.observer.notice({ kind: 'start-failed', exit: launched });

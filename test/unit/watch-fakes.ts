@@ -165,6 +165,8 @@ export function startWatch(harness: WatchHarnessOptions) {
   const launched: FakeCommand[] = [];
   /** The broker's calls before each launch. */
   const callsBeforeLaunch: Array<typeof broker.calls> = [];
+  /** The broker's calls before each `launch.prepare()`. */
+  const callsBeforePrepare: Array<typeof broker.calls> = [];
   let relay: ((signal: NodeJS.Signals) => void) | null = null;
   let code: number | null = null;
   let crashed: { error: unknown } | null = null;
@@ -199,15 +201,18 @@ export function startWatch(harness: WatchHarnessOptions) {
           if (relay === listener) relay = null;
         };
       },
-      launch: async (spec) => {
-        callsBeforeLaunch.push([...broker.calls]);
-        await harness.launchDelay;
-        if (harness.launchFails) return harness.launchFails;
-        const command = new FakeCommand(4242 + launched.length, spec, clock);
-        launched.push(command);
-        harness.command?.(command);
-        return command;
-      },
+      launch: Object.assign(
+        async (spec: LaunchSpec) => {
+          callsBeforeLaunch.push([...broker.calls]);
+          await harness.launchDelay;
+          if (harness.launchFails) return harness.launchFails;
+          const command = new FakeCommand(4242 + launched.length, spec, clock);
+          launched.push(command);
+          harness.command?.(command);
+          return command;
+        },
+        { prepare: () => callsBeforePrepare.push([...broker.calls]) },
+      ),
     },
   ).then(
     (result) => (code = result),
@@ -220,6 +225,7 @@ export function startWatch(harness: WatchHarnessOptions) {
     done,
     launched,
     callsBeforeLaunch,
+    callsBeforePrepare,
     code: () => code,
     /** The watch's exit status; fails the test when the watch has not ended (or crashed). */
     status(): number {

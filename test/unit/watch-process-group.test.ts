@@ -16,7 +16,14 @@ import type { LaunchedCommand, LaunchSpec } from '../../src/watch/supervisor.js'
 const scratch = (): string => mkdtempSync(join(tmpdir(), 'queenctl-group-'));
 
 function spec(script: string, extra: Partial<LaunchSpec> = {}): LaunchSpec {
-  return { command: 'sh', args: ['-c', script], env: { PATH: process.env.PATH }, stdoutToStderr: false, ...extra };
+  return {
+    command: 'sh',
+    args: ['-c', script],
+    env: { PATH: process.env.PATH },
+    stdoutToStderr: false,
+    killAfterMs: 10_000,
+    ...extra,
+  };
 }
 
 async function launch(launchSpec: LaunchSpec): Promise<LaunchedCommand> {

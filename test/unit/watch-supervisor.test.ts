@@ -68,6 +68,14 @@ describe('lease watch -- command: starting it', () => {
     assert.match(w.io.stderr.text, /all 2 leases renewed; started \.\/job\.sh \(pid 4242, its own process group\)/);
   });
 
+  it('readies the launcher (its guardian) before the first renewal, once; the launch gets --kill-after', async () => {
+    const w = watchJob(['a'], (command) => command.exit(0), { killAfterMs: 7 * S });
+    await w.advance(S);
+    assert.equal(w.status(), 0, w.io.stderr.text);
+    assert.deepEqual(w.callsBeforePrepare, [[]], 'prepared once, as the watch began');
+    assert.equal(w.command.spec.killAfterMs, 7 * S, 'the guardian SIGKILLs after --kill-after too');
+  });
+
   it('does not start it when a lease is not held: exit 4, and the other lease is no longer renewed', async () => {
     const w = watchJob(['a', 'unknown'], runsUntilStopped);
     await w.advance(5 * S);

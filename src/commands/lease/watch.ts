@@ -43,7 +43,7 @@ import type { WatchMetrics } from '../../metrics/watch.js';
 import { CONCURRENCY_CEILING } from '../../renewal/concurrency.js';
 import type { WatchEvent } from '../../renewal/events.js';
 import { RenewalScheduler, defaultEveryMs, safetyMarginMs, type WatchSummary } from '../../renewal/scheduler.js';
-import { launchInProcessGroup } from '../../watch/process-group.js';
+import { processGroupLauncher } from '../../watch/process-group.js';
 import { CommandSupervisor, type Launch, type SupervisorNotice } from '../../watch/supervisor.js';
 import { flagParser, type GlobalContext, type Settings, type VerbProcess } from '../globals.js';
 import type { Runtime } from '../runtime.js';
@@ -124,7 +124,8 @@ With -- <command>: it starts once every lease has been renewed, in its own proce
 QUEEN_LEASE_ID, QUEEN_LEASE_IDS and QUEEN_LEASE_EXPIRES_AT set and QUEEN_TOKEN removed. SIGINT,
 SIGTERM and SIGHUP go to its whole group and queenctl waits for it; when it exits, renewal stops.
 A command still running --kill-after after SIGINT or SIGTERM gets SIGKILL. When a lease is lost,
-its group gets SIGTERM, then SIGKILL after --kill-after. It runs outside the terminal's
+its group gets SIGTERM, then SIGKILL after --kill-after; so it does, from a guardian process, when
+queenctl itself dies, even by SIGKILL or the OOM killer. It runs outside the terminal's
 foreground job: Ctrl+C reaches it through queenctl. With -o json, ndjson, yaml or jsonpath= its
 stdout goes to stderr, so stdout stays the event stream.
 
@@ -202,7 +203,7 @@ Examples:
             metricsAddress: options.metricsAddress,
             metricsPerLease: Boolean(options.metricsPerLease),
           };
-          return runWatch(watch, runtime, { ...proc, launch: launchInProcessGroup });
+          return runWatch(watch, runtime, { ...proc, launch: processGroupLauncher() });
         };
         if (options.metricsPerLease && options.metricsAddress === undefined) {
           throw new UsageError(
