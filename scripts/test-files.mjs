@@ -31,7 +31,7 @@ const GROUPS = [
   {
     name: 'process-1',
     waits: true,
-    files: ['package', 'signals', 'list', 'output', 'tty'].map((name) => `process/${name}.test.js`),
+    files: ['package', 'signals', 'list', 'output', 'tty', 'cache-trust'].map((name) => `process/${name}.test.js`),
   },
   {
     name: 'process-2',
