@@ -15,6 +15,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
+  chownSync,
   copyFileSync,
   existsSync,
   mkdirSync,
@@ -401,6 +402,42 @@ describe('its own', { skip }, () => {
       assert.doesNotMatch(result.stderr, /rejected|no code cache/);
       assert.match(result.stderr, /^queenctl: the code cache of cli \(cli\) was accepted$/m);
     }
+  });
+
+  it('runs its code caches only from a file trusted as a program: its own or root’s, writable by no one else', {
+    skip: process.geteuid?.() === 0 ? false : 'needs root, to give a copy to another user (CI runs as root)',
+  }, async () => {
+    // Copies of the executable made untrustworthy: every chunk is compiled from source instead,
+    // and -v says why once (src/standalone-chunks.ts).
+    const cases: Array<[string, (file: string) => void, RegExp]> = [
+      ['owned by another user', (file) => chownSync(file, 65534, 65534), /is owned by uid 65534, neither you/],
+      ['writable by its group', (file) => chmodSync(file, 0o775), /is writable by its group/],
+      ['writable by anyone', (file) => chmodSync(file, 0o757), /is writable by others/],
+    ];
+    for (const [what, plant, why] of cases) {
+      const copy = join(mkdtempSync(join(scratch, 'untrusted-')), 'queenctl');
+      copyFileSync(EXE as string, copy);
+      chmodSync(copy, 0o755);
+      plant(copy);
+      const verbose = await runProcess(copy, ['--version', '-v'], { exit: 0, timeoutMs: LIMIT_MS });
+      assert.equal(verbose.stdout, `${VERSION}\n`, what);
+      const lines = verbose.stderr.split('\n').filter((line) => line.includes('code caches of the executable ignored'));
+      assert.equal(lines.length, 1, `${what}: ${verbose.stderr}`);
+      assert.match(lines[0] as string, why, what);
+      const debug = await runProcess(copy, ['--version'], {
+        env: { QUEENCTL_DEBUG: '1' },
+        exit: 0,
+        timeoutMs: LIMIT_MS,
+      });
+      assert.match(debug.stderr, /^queenctl: no code cache of cli \(cli\): compiled from source$/m, what);
+      assert.doesNotMatch(debug.stderr, /was accepted/, what);
+    }
+    // Without -v, nothing is said.
+    const quiet = join(mkdtempSync(join(scratch, 'untrusted-')), 'queenctl');
+    copyFileSync(EXE as string, quiet);
+    chmodSync(quiet, 0o777);
+    const result = await runProcess(quiet, ['--version'], { exit: 0, timeoutMs: LIMIT_MS });
+    assert.deepEqual([result.stdout, result.stderr], [`${VERSION}\n`, '']);
   });
 
   it('`version --short` says it is the standalone build and names the Node.js it carries', async () => {
