@@ -33,13 +33,20 @@ import { fileURLToPath } from 'node:url';
 import { VERSION } from '../../src/version.js';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { BIN, type CliResult, describeRun, runProcess, runShell, startProcess } from '../support/cli.js';
+import { BUNDLED, checkSbom } from '../support/sbom.js';
 import { makeCertificate, type TestCertificate } from '../support/tls.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const EXE = process.env.QUEENCTL_EXE;
 const skip = EXE ? false : 'QUEENCTL_EXE is not set: `npm run test:exe` builds the executable and runs this file';
-const manifest = (): { exe: string; archive: string; sums: string; node: string; nodeVersion: string } =>
-  JSON.parse(readFileSync(join(dirname(dirname(EXE as string)), 'build.json'), 'utf8'));
+const manifest = (): {
+  exe: string;
+  archive: string;
+  sums: string;
+  node: string;
+  nodeVersion: string;
+  platform: string;
+} => JSON.parse(readFileSync(join(dirname(dirname(EXE as string)), 'build.json'), 'utf8'));
 
 let scratch: string;
 let sim: Simulator;
@@ -83,7 +90,7 @@ describe('the release archive', { skip }, () => {
     assert.match(checked.stdout, /: OK$/m);
   });
 
-  it('unpacks to the executable, LICENSE, README and completions, and runs with an empty environment', async () => {
+  it('unpacks to the executable, LICENSE, README, completions, SBOM; runs with an empty environment', async () => {
     const { archive } = manifest();
     const into = mkdtempSync(join(scratch, 'unpacked-'));
     execFileSync('tar', ['-xzf', archive, '-C', into], { timeout: LIMIT_MS });
@@ -98,6 +105,7 @@ describe('the release archive', { skip }, () => {
       'completions',
       'man',
       'queenctl',
+      'sbom.cdx.json',
     ]);
     assert.deepEqual(readdirSync(join(dir, 'completions')).sort(), ['_queenctl', 'queenctl.bash', 'queenctl.fish']);
     // The man pages of the build (issue 26): one for queenctl, and one per command, in man1/ so
@@ -108,6 +116,12 @@ describe('the release archive', { skip }, () => {
     assert.deepEqual(pages.sort(), readdirSync(join(ROOT, 'dist', 'man')).sort());
     assert.match(readFileSync(join(dir, 'LICENSE'), 'utf8'), /^MIT License/);
     assert.match(readFileSync(join(dir, 'THIRD-PARTY-LICENSES'), 'utf8'), /^Node\.js \d+\.\d+\.\d+/);
+    // What it carries, declared (docs/security.md): every bundled package (cli-table3 too, which
+    // the npm package installs instead), and the Node.js release it is made of.
+    const components = checkSbom(readFileSync(join(dir, 'sbom.cdx.json'), 'utf8'), [...BUNDLED, 'cli-table3']);
+    const node = components.get(`node-${manifest().platform}`);
+    assert.equal(node?.type, 'platform');
+    assert.equal(node?.version, manifest().nodeVersion);
     // The completion scripts are what the executable prints for them.
     const bash = spawnSync(join(dir, 'queenctl'), ['completion', 'bash'], {
       env: {},
