@@ -213,6 +213,8 @@ function distrustOfDirs(dirs) {
  * waiting on a FIFO, and checked on what was opened.
  */
 function readOwnCache(file, label) {
+  // Windows has no owners to check: only the shipped caches are used there (docs/security.md).
+  if (EUID === undefined) return undefined;
   if (dirsVerdict === undefined) dirsVerdict = distrustOfDirs(userDirs());
   if (dirsVerdict === 'absent') return undefined;
   const ignored = (why) => `code cache ignored: ${why} (a cache made on this machine runs only if it is your own)`;

@@ -89,10 +89,10 @@ export function readConfigFor(flag: string | undefined, env: NodeJS.ProcessEnv):
 export async function readConfigFile(path: string, memo?: ConfigMemo): Promise<ConfigFile> {
   const text = await readConfigText(path);
   if (text === null) return { path, exists: false, currentContext: undefined, contexts: [] };
-  const memoized = await memo?.read(path, text);
+  const memoized = memo?.read(path, text);
   if (memoized) return memoized;
   const { config } = await parseConfigDocument(path, text);
-  await memo?.write(config, text);
+  memo?.write(config, text);
   return config;
 }
 

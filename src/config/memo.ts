@@ -11,9 +11,9 @@
  * file is parsed) and -v says why, once (memoNotes). Memos are written the same way: directories
  * 0700, files 0600, by a new file renamed into place.
  *
- * A memo is named by the SHA-256 of the config's path and text, and used only when it was written
- * by this very build (version and build time: another build may read a file otherwise) for this
- * path and a text of the same SHA-256 as the file read now. It holds only what the parser
+ * A memo is named by the SHA-256 of the config's path and text, records it, and is used only when
+ * it was written by this very build (version and build time: another build may read a file
+ * otherwise) and records this path and the SHA-256 of this path and the text read now. It holds only what the parser
  * returned, and is not written when that includes a `literal:` token: a secret is not copied out
  * of the file it was put in. Anything wrong with a memo (absent, damaged, stale, unwritable
  * directory) only costs the parse it would have saved; nothing here may fail a run. The
@@ -43,7 +43,7 @@ import { makeDirectory } from './files.js';
 
 interface Memo {
   build: string;
-  /** The config file the memo is of, and the SHA-256 (hex) of its text when it was parsed. */
+  /** The config file the memo is of, and the SHA-256 (hex) of its path and text (sha256 below). */
   path: string;
   sha256: string;
   currentContext: string | null;
@@ -52,9 +52,9 @@ interface Memo {
 
 export interface ConfigMemo {
   /** The parsed config for this text of the file at `path`, if this build memoized it. */
-  read(path: string, text: string): Promise<ConfigFile | undefined>;
+  read(path: string, text: string): ConfigFile | undefined;
   /** Keeps what parsing `text` gave, for the next run. */
-  write(config: ConfigFile, text: string): Promise<void>;
+  write(config: ConfigFile, text: string): void;
 }
 
 /** Why memos were not used, for -v (src/commands/globals.ts); each reason once. */
@@ -99,32 +99,29 @@ export function memoIn(cacheHome: string, build: string, euid = process.geteuid?
   const dir = join(cacheHome, 'queenctl', 'config');
   const dirs = [dirname(dir), dir];
   return {
-    async read(path, text) {
+    read(path, text) {
       const untrusted = distrustOfDirs(dirs, euid);
       if (untrusted !== null) {
         if (untrusted !== 'absent') distrust(untrusted);
         return undefined;
       }
-      const memo = readOwnFile(await memoFile(dir, path, text), euid) as Memo | undefined;
-      if (
-        memo?.build !== build ||
-        memo.path !== path ||
-        memo.sha256 !== (await sha256(text)) ||
-        !Array.isArray(memo.contexts)
-      )
+      const key = sha256(`${path}\0${text}`);
+      const memo = readOwnFile(join(dir, `${key}.json`), euid) as Memo | undefined;
+      if (memo?.build !== build || memo.path !== path || memo.sha256 !== key || !Array.isArray(memo.contexts))
         return undefined;
       return { path, exists: true, currentContext: memo.currentContext ?? undefined, contexts: memo.contexts };
     },
-    async write(config, text) {
+    write(config, text) {
       if (config.contexts.some((entry) => entry['token-ref']?.startsWith('literal:'))) return;
+      const key = sha256(`${config.path}\0${text}`);
       const memo: Memo = {
         build,
         path: config.path,
-        sha256: await sha256(text),
+        sha256: key,
         currentContext: config.currentContext ?? null,
         contexts: config.contexts,
       };
-      const file = await memoFile(dir, config.path, text);
+      const file = join(dir, `${key}.json`);
       const temporary = `${file}.${process.pid}.tmp`;
       let fd: number | undefined;
       try {
@@ -151,11 +148,6 @@ export function memoIn(cacheHome: string, build: string, euid = process.geteuid?
       }
     },
   };
-}
-
-/** The memo of this text of the config at `path`: named by the SHA-256 of both. */
-async function memoFile(dir: string, path: string, text: string): Promise<string> {
-  return join(dir, `${await sha256(`${path}\0${text}`)}.json`);
 }
 
 /**
@@ -214,13 +206,69 @@ function readOwnFile(file: string, euid: number, quiet = false): unknown {
   }
 }
 
+/** SHA-256's round constants (FIPS 180-4, 4.2.2). */
+const K = new Int32Array([
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
+  0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+  0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
+  0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+  0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+  0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+  0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+  0xc67178f2,
+]);
+
+/** x rotated right by n bits, as a 32-bit integer. */
+const rotr = (x: number, n: number): number => (x >>> n) | (x << (32 - n));
+
 /**
- * SHA-256 of `text` (UTF-8), in hex. node:crypto is loaded here, by runs that read a config file,
- * not by the others (`--version`, help): ~0.4 ms (docs/security.md).
+ * SHA-256 (FIPS 180-4) of `text` as UTF-8, in hex. Here, not node:crypto's: loading node:crypto
+ * cost ~10 ms of CPU per run that reads a config file (measured side by side on Node 20,
+ * docs/security.md), for a hash of a file of a few KB that this does in well under a millisecond.
+ * Checked against node:crypto by test/unit/config-memo.test.ts.
  */
-export async function sha256(text: string): Promise<string> {
-  const { createHash } = await import('node:crypto');
-  return createHash('sha256').update(text).digest('hex');
+export function sha256(text: string): string {
+  const data = new TextEncoder().encode(text);
+  // The message, a 1 bit, zeros, and its length in bits as 64 bits, in blocks of 64 bytes.
+  const bytes = new Uint8Array(Math.ceil((data.length + 9) / 64) * 64);
+  bytes.set(data);
+  bytes[data.length] = 0x80;
+  const view = new DataView(bytes.buffer);
+  view.setUint32(bytes.length - 8, Math.floor(data.length / 2 ** 29));
+  view.setUint32(bytes.length - 4, (data.length * 8) >>> 0);
+  const hash = new Int32Array([
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+  ]);
+  const w = new Int32Array(64);
+  for (let offset = 0; offset < bytes.length; offset += 64) {
+    for (let i = 0; i < 16; i++) w[i] = view.getInt32(offset + i * 4);
+    for (let i = 16; i < 64; i++) {
+      const x = w[i - 15]!;
+      const y = w[i - 2]!;
+      const s0 = rotr(x, 7) ^ rotr(x, 18) ^ (x >>> 3);
+      const s1 = rotr(y, 17) ^ rotr(y, 19) ^ (y >>> 10);
+      w[i] = (w[i - 16]! + s0 + w[i - 7]! + s1) | 0;
+    }
+    // The working variables (FIPS 180-4, 6.2.2), as 32-bit integers.
+    let [a, b, c, d, e, f, g, h] = [hash[0]!, hash[1]!, hash[2]!, hash[3]!, hash[4]!, hash[5]!, hash[6]!, hash[7]!];
+    for (let i = 0; i < 64; i++) {
+      const t1 = (h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + K[i]! + w[i]!) | 0;
+      const t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+      h = g;
+      g = f;
+      f = e;
+      e = (d + t1) | 0;
+      d = c;
+      c = b;
+      b = a;
+      a = (t1 + t2) | 0;
+    }
+    const results = [a, b, c, d, e, f, g, h];
+    for (let i = 0; i < 8; i++) hash[i] = hash[i]! + results[i]!;
+  }
+  let hex = '';
+  for (const word of hash) hex += (word >>> 0).toString(16).padStart(8, '0');
+  return hex;
 }
 
 /**

@@ -28,6 +28,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { readConfigFile } from '../../src/config/file.js';
 import { type ConfigMemo, configMemo, memoIn, memoNotes, sha256 } from '../../src/config/memo.js';
 import { GO_EXAMPLE } from '../support/go-config.js';
@@ -58,9 +59,9 @@ describe('the config memo', () => {
     const { path, cacheHome } = setUp(GO_EXAMPLE);
     const memo = memoAt(cacheHome);
     const parsed = await readConfigFile(path, memo);
-    assert.deepEqual(await memo.read(path, GO_EXAMPLE), parsed);
+    assert.deepEqual(memo.read(path, GO_EXAMPLE), parsed);
     // Proof that the parser is skipped: a memo that says otherwise for this very text wins.
-    await memo.write({ ...parsed, currentContext: 'from-the-memo' }, GO_EXAMPLE);
+    memo.write({ ...parsed, currentContext: 'from-the-memo' }, GO_EXAMPLE);
     assert.equal((await readConfigFile(path, memo)).currentContext, 'from-the-memo');
   });
 
@@ -70,16 +71,16 @@ describe('the config memo', () => {
     assert.equal((await readConfigFile(path, memo)).currentContext, 'a');
     const changed = 'current-context: b\ncontexts:\n  - name: a\n  - name: b\n';
     writeFileSync(path, changed);
-    assert.equal(await memo.read(path, changed), undefined);
+    assert.equal(memo.read(path, changed), undefined);
     assert.equal((await readConfigFile(path, memo)).currentContext, 'b');
-    assert.equal((await memo.read(path, changed))?.currentContext, 'b');
+    assert.equal(memo.read(path, changed)?.currentContext, 'b');
     assert.equal(memoFiles(cacheHome).length, 1);
   });
 
   it("another build's memo is not used", async () => {
     const { path, cacheHome } = setUp(GO_EXAMPLE);
     await readConfigFile(path, memoAt(cacheHome));
-    assert.equal(await memoAt(cacheHome, '0.1.1 2026-12-04T00:00:00Z').read(path, GO_EXAMPLE), undefined);
+    assert.equal(memoAt(cacheHome, '0.1.1 2026-12-04T00:00:00Z').read(path, GO_EXAMPLE), undefined);
   });
 
   it('each config path has its own memo', async () => {
@@ -89,7 +90,7 @@ describe('the config memo', () => {
     const memo = memoAt(first.cacheHome);
     await readConfigFile(first.path, memo);
     await readConfigFile(second, memo);
-    assert.equal((await memo.read(first.path, 'current-context: a\ncontexts:\n  - name: a\n'))?.currentContext, 'a');
+    assert.equal(memo.read(first.path, 'current-context: a\ncontexts:\n  - name: a\n')?.currentContext, 'a');
     assert.equal((await readConfigFile(second, memo)).path, second);
     assert.equal(memoFiles(first.cacheHome).length, 2);
   });
@@ -101,19 +102,27 @@ describe('the config memo', () => {
     const name = createHash('sha256').update(`${path}\0${GO_EXAMPLE}`).digest('hex');
     assert.deepEqual(memoFiles(cacheHome), [`${name}.json`]);
     const recorded = JSON.parse(readFileSync(join(memoDir(cacheHome), `${name}.json`), 'utf8'));
-    assert.equal(recorded.sha256, createHash('sha256').update(GO_EXAMPLE).digest('hex'));
+    assert.equal(recorded.sha256, name);
     assert.equal(recorded.path, path);
     // Under the name of another text of the file, the memo of this one is not used for it.
     const other = GO_EXAMPLE.replace('https://queen.prod.internal:6632', 'https://elsewhere.example:6632');
     const otherName = createHash('sha256').update(`${path}\0${other}`).digest('hex');
     copyFileSync(join(memoDir(cacheHome), `${name}.json`), join(memoDir(cacheHome), `${otherName}.json`));
-    assert.equal(await memo.read(path, other), undefined);
+    assert.equal(memo.read(path, other), undefined);
     // Nor for another path.
     const elsewhere = join(scratch(), 'config.yaml');
     const elsewhereName = createHash('sha256').update(`${elsewhere}\0${GO_EXAMPLE}`).digest('hex');
     copyFileSync(join(memoDir(cacheHome), `${name}.json`), join(memoDir(cacheHome), `${elsewhereName}.json`));
-    assert.equal(await memo.read(elsewhere, GO_EXAMPLE), undefined);
-    assert.equal(await sha256('abc'), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    assert.equal(memo.read(elsewhere, GO_EXAMPLE), undefined);
+  });
+
+  it('its SHA-256 is node:crypto’s, for any text (UTF-8), across block boundaries', () => {
+    assert.equal(sha256('abc'), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    const reference = (text: string): string => createHash('sha256').update(text).digest('hex');
+    for (let length = 0; length <= 130; length++)
+      assert.equal(sha256('a'.repeat(length)), reference('a'.repeat(length)));
+    assert.equal(sha256('é€😀\0'.repeat(2000)), reference('é€😀\0'.repeat(2000)));
+    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 300 }), (text) => sha256(text) === reference(text)));
   });
 
   it('a damaged memo is parsed past and replaced', async () => {
@@ -121,10 +130,10 @@ describe('the config memo', () => {
     const memo = memoAt(cacheHome);
     await readConfigFile(path, memo);
     const [file] = memoFiles(cacheHome);
-    const sha = await sha256(GO_EXAMPLE);
+    const sha = sha256(`${path}\0${GO_EXAMPLE}`);
     for (const damage of ['{"build":', 'null', '{}', `{"build":"${BUILD}","path":"${path}","sha256":"${sha}"}`]) {
       writeFileSync(join(memoDir(cacheHome), file as string), damage);
-      assert.equal(await memo.read(path, GO_EXAMPLE), undefined, damage);
+      assert.equal(memo.read(path, GO_EXAMPLE), undefined, damage);
       assert.equal((await readConfigFile(path, memo)).currentContext, 'prod');
     }
   });
@@ -163,7 +172,7 @@ describe('the config memo', () => {
     const memo = memoAt(cacheHome);
     assert.equal((await readConfigFile(path, memo)).contexts[0]?.['token-ref'], 'literal:s3cret');
     assert.equal(existsSync(join(cacheHome, 'queenctl')), false);
-    assert.equal(await memo.read(path, text), undefined);
+    assert.equal(memo.read(path, text), undefined);
   });
 
   it('a cache directory that cannot be written changes nothing but the parse', async () => {
@@ -171,7 +180,7 @@ describe('the config memo', () => {
     writeFileSync(cacheHome, 'a file where the directory should be');
     const memo = memoAt(cacheHome);
     assert.equal((await readConfigFile(path, memo)).currentContext, 'prod');
-    assert.equal(await memo.read(path, GO_EXAMPLE), undefined);
+    assert.equal(memo.read(path, GO_EXAMPLE), undefined);
   });
 
   it('unbundled builds (no build time), as these tests run, keep no memo', () => {
@@ -192,12 +201,12 @@ async function planted(plant: (file: string, cacheHome: string) => void): Promis
   const file = join(memoDir(cacheHome), name as string);
   writeFileSync(file, readFileSync(file, 'utf8').replace('"currentContext":"prod"', '"currentContext":"planted"'));
   // Proof that the memo as it is now would be used, were it trusted.
-  assert.equal((await memo.read(path, GO_EXAMPLE))?.currentContext, 'planted');
+  assert.equal(memo.read(path, GO_EXAMPLE)?.currentContext, 'planted');
   memoNotes();
   plant(file, cacheHome);
   const first = (await readConfigFile(path, memo)).currentContext as string;
   // Said once, however often it is read.
-  await memo.read(path, GO_EXAMPLE);
+  memo.read(path, GO_EXAMPLE);
   return { read: first, notes: memoNotes() };
 }
 
