@@ -13,6 +13,15 @@
 // compiled at load time, not what the run went on to compile, and does not exist on Node 20. A
 // cache directory that cannot be written costs a failed system call or two per run and is
 // otherwise ignored: nothing here may fail a run or slow it down.
+//
+// A code cache is code: V8 runs what it holds as it is (a cache made from another source of the
+// same length runs that source). So a cache made on this machine is used only when it is the
+// user's own (docs/security.md, "Code caches and config memos"): queenctl/ and queenctl/code/
+// under the cache directory owned by the effective user and writable by nobody else, no symbolic
+// link among them, and the file a regular file of the user's, mode 0600. Anything else is
+// ignored (the shipped cache is used, or none), and -v (or QUEENCTL_DEBUG) says why, once. The
+// caches shipped beside the bundle are trusted as the bundle itself is: whoever can write them
+// can write the code.
 const fs = require('node:fs');
 const { createRequire } = require('node:module');
 const { dirname, isAbsolute, join } = require('node:path');
@@ -50,7 +59,21 @@ function liftoffOnly() {
 // Each has a code cache of its own, chosen and written by the same rules.
 const CHUNK = /^\.\/queenctl-([a-z]+)\.cjs$/;
 
-const debug = process.env.QUEENCTL_DEBUG ? (line) => process.stderr.write(`queenctl: ${line}\n`) : () => {};
+const say = (line) => process.stderr.write(`queenctl: ${line}\n`);
+const debug = process.env.QUEENCTL_DEBUG ? say : () => {};
+// -v (src/commands/globals.ts) is read here, before the command line is parsed, only to say why a
+// cache was not trusted: the arguments before `--`, alone or among the other flags that take no
+// value (-q, -w).
+const argsBeforeDashDash = process.argv.slice(2, process.argv.includes('--') ? process.argv.indexOf('--') : undefined);
+const verbose =
+  process.env.QUEENCTL_DEBUG || argsBeforeDashDash.some((arg) => arg === '--verbose' || /^-[qw]*v[qvw]*$/.test(arg));
+/** Why a cache of this machine was not used: on stderr with -v, each reason once. */
+const said = new Set();
+const distrust = (line) => {
+  if (!verbose || said.has(line)) return;
+  said.add(line);
+  say(line);
+};
 const filename = join(__dirname, '..', 'dist', 'queenctl.cjs');
 const source = fs.readFileSync(filename, 'utf8');
 // The build's id (a hash of the bundle, on the first line of each of its files): V8 checks only a
@@ -65,6 +88,12 @@ const prefix = `${process.version}-${process.arch}-${buildId}`;
 const cacheKind = () => `${kind}${flagged ? '+liftoff' : ''}`;
 /** This kind's cache of the bundle (chunk undefined) or of a chunk, made on this machine. */
 const userCache = (chunk) => userDir && join(userDir, `${prefix}.${cacheKind()}${chunk ? `-${chunk}` : ''}.cache`);
+
+const EUID = typeof process.geteuid === 'function' ? process.geteuid() : undefined;
+/** The directories a cache made on this machine lives in, below the cache directory itself. */
+const userDirs = () => [join(cacheHome, 'queenctl'), userDir];
+/** undefined until checked; then null when the directories are the user's own, else why not. */
+let dirsVerdict;
 
 /** The scripts this run loaded, each with the cache it may write at the end. */
 const loaded = [];
@@ -125,11 +154,13 @@ function load(file, text, userFile, label) {
   let cachedData;
   for (const candidate of candidates) {
     try {
-      cachedData = fs.readFileSync(candidate);
-      cacheFile = candidate;
-      break;
+      cachedData = candidate === shipped ? fs.readFileSync(candidate) : readOwnCache(candidate, label);
     } catch {
       // Not there (yet): the next candidate.
+    }
+    if (cachedData !== undefined) {
+      cacheFile = candidate;
+      break;
     }
   }
   const script = new Script(`(function (exports, require, module, __filename, __dirname) {${text}\n})`, {
@@ -156,6 +187,70 @@ function userCacheHome(env) {
 }
 
 /**
+ * Why `dirs` are not the user's own (each a directory, not a link, owned by the effective user
+ * and not writable by group or others), `absent` when one is missing, or null when they are.
+ */
+function distrustOfDirs(dirs) {
+  if (EUID === undefined) return 'this system has no file owners to check (Windows)';
+  for (const dir of dirs) {
+    let stats;
+    try {
+      stats = fs.lstatSync(dir);
+    } catch (error) {
+      return error.code === 'ENOENT' ? 'absent' : `${dir} cannot be checked (${error.code ?? error.message})`;
+    }
+    if (stats.isSymbolicLink()) return `${dir} is a symbolic link`;
+    if (!stats.isDirectory()) return `${dir} is not a directory`;
+    if (stats.uid !== EUID) return `${dir} is owned by uid ${stats.uid}, not by you (uid ${EUID})`;
+    if ((stats.mode & 0o022) !== 0) return `${dir} is writable by ${stats.mode & 0o002 ? 'others' : 'its group'}`;
+  }
+  return null;
+}
+
+/**
+ * A cache made on this machine, read only when it is the user's own (above); undefined when
+ * there is none, or when it is not, which -v says. Opened without following a link and without
+ * waiting on a FIFO, and checked on what was opened.
+ */
+function readOwnCache(file, label) {
+  // Windows has no owners to check: only the shipped caches are used there (docs/security.md).
+  if (EUID === undefined) return undefined;
+  if (dirsVerdict === undefined) dirsVerdict = distrustOfDirs(userDirs());
+  if (dirsVerdict === 'absent') return undefined;
+  const ignored = (why) => `code cache ignored: ${why} (a cache made on this machine runs only if it is your own)`;
+  if (dirsVerdict !== null) {
+    distrust(ignored(dirsVerdict));
+    return undefined;
+  }
+  const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
+  let fd;
+  try {
+    fd = fs.openSync(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  } catch (error) {
+    if (error.code === 'ELOOP' || error.code === 'EMLINK') distrust(ignored(`${file} is a symbolic link`));
+    else if (error.code !== 'ENOENT') debug(`code cache ${label}not read: ${file} (${error.code ?? error.message})`);
+    return undefined;
+  }
+  try {
+    const stats = fs.fstatSync(fd);
+    const why = !stats.isFile()
+      ? 'is not a regular file'
+      : stats.uid !== EUID
+        ? `is owned by uid ${stats.uid}, not by you (uid ${EUID})`
+        : (stats.mode & 0o7777) !== 0o600
+          ? `has mode ${(stats.mode & 0o7777).toString(8).padStart(4, '0')}, not 0600`
+          : undefined;
+    if (why !== undefined) {
+      distrust(ignored(`${file} ${why}`));
+      return undefined;
+    }
+    return fs.readFileSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
  * One level at a time: mkdirSync's recursive mode loops for ever when mkdir fails with ENOENT
  * under a parent that exists (seen with HOME under /proc on Node 22).
  */
@@ -169,7 +264,11 @@ function makeUserDir() {
   }
 }
 
-/** Written aside and renamed into place, so runs side by side never read half a file. */
+/**
+ * Written aside and renamed into place, so runs side by side never read half a file; only into
+ * directories that are the user's own (a cache written elsewhere would never be read), by a new
+ * file (O_EXCL: never through a link), mode 0600 whatever the umask.
+ */
 function writeUserCache({ script, userFile: file, label }) {
   if (userDir === undefined) {
     debug(`code cache ${label}not written: ${buildId === undefined ? 'the bundle has no build id' : 'no HOME'}`);
@@ -181,8 +280,14 @@ function writeUserCache({ script, userFile: file, label }) {
   try {
     // Opened before the cache is made: an unwritable directory costs nothing more than this.
     makeUserDir();
+    dirsVerdict = distrustOfDirs(userDirs());
+    if (dirsVerdict !== null) {
+      debug(`code cache ${label}not written: ${dirsVerdict}`);
+      return;
+    }
     fd = fs.openSync(temporary, 'wx', 0o600);
     opened = true;
+    fs.fchmodSync(fd, 0o600);
     fs.writeFileSync(fd, script.createCachedData());
     fs.closeSync(fd);
     fd = undefined;

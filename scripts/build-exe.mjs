@@ -5,7 +5,7 @@
 // anything is compiled.
 //
 //   dist/exe/queenctl-<version>-<os>-<arch>/queenctl        the executable
-//   dist/exe/queenctl-<version>-<os>-<arch>.tar.gz          it, LICENSE, README, completions
+//   dist/exe/queenctl-<version>-<os>-<arch>.tar.gz          it, LICENSE, README, completions, the SBOM
 //   dist/exe/SHA256SUMS                                      sha256sum -c checks the archive
 //
 // The Node.js it carries is the official release published on the npm registry as the package
@@ -42,7 +42,7 @@ import { createServer } from 'node:http';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { lazyCommanderChildProcess, undiciWithoutNodeHttp } from './esbuild-plugins.mjs';
-import { bundledPackages, licensesText } from './licenses.mjs';
+import { bundledPackages, licensesText, npmPurl, SBOM_FILE, sbomText } from './licenses.mjs';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -285,10 +285,12 @@ try {
 say(`${relative(root, exe)}: ${(statSync(exe).size / 1e6).toFixed(1)} MB`);
 
 // 4. The release archive, as the Go queenctl's: the executable, the licences, the README and
-// completion scripts made by the executable itself, then SHA256SUMS covering the archive.
+// completion scripts made by the executable itself, with the SBOM (sbom.cdx.json: what it
+// carries, docs/security.md), then SHA256SUMS covering the archive.
 copyFileSync(join(root, 'LICENSE'), join(outDir, 'LICENSE'));
 copyFileSync(join(root, 'README.md'), join(outDir, 'README.md'));
 writeFileSync(join(outDir, 'THIRD-PARTY-LICENSES'), thirdPartyLicenses());
+writeFileSync(join(outDir, SBOM_FILE), sbom());
 mkdirSync(join(outDir, 'completions'));
 for (const [shell, file] of [
   ['bash', 'queenctl.bash'],
@@ -395,6 +397,36 @@ function thirdPartyLicenses() {
   if (existsSync(nodeLicense))
     parts.push({ name: 'Node.js', version: nodeVersion, text: readFileSync(nodeLicense, 'utf8') });
   return licensesText([...parts, ...bundledPackages(bundled, root)]);
+}
+
+/**
+ * What the executable carries, declared (docs/security.md): the Node.js release it is made of (the
+ * npm package node-<platform> it was fetched as) and each npm package bundled into it, from
+ * esbuild's metafiles, and its code caches.
+ */
+function sbom() {
+  const release = JSON.parse(readFileSync(join(root, 'packaging', 'release.json'), 'utf8'));
+  const nodePackage = `node-${platform}`;
+  return sbomText({
+    subject: pkg,
+    packages: bundledPackages(bundled, root),
+    platform: {
+      name: nodePackage,
+      version: nodeVersion,
+      // Node.js's own, and those of the libraries its release binary builds in (its LICENSE).
+      license: release.nodeLicenses.join(' AND '),
+      purl: npmPurl(nodePackage, nodeVersion),
+    },
+    properties: [
+      {
+        name: 'queenctl:code-caches',
+        value:
+          'V8 code caches (compiled code, run as it is) of the bundled scripts, made by this executable at build ' +
+          'time and appended to it; run only from a file trusted as a program (docs/security.md)',
+      },
+    ],
+    root,
+  });
 }
 
 /**

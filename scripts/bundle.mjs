@@ -5,12 +5,12 @@ import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { lazyCommanderChildProcess, lazyHttp2 } from './esbuild-plugins.mjs';
-import { bundledPackages, licensesText } from './licenses.mjs';
+import { bundledPackages, licensesText, SBOM_FILE, sbomText } from './licenses.mjs';
 
 const root = new URL('../', import.meta.url);
 const outfile = fileURLToPath(new URL('dist/queenctl.cjs', root));
@@ -150,9 +150,31 @@ for (const chunk of chunkBuilds) await writeFile(chunk.outfile, `${firstLine}${c
 // devDependencies: only cli-table3 and undici's index are required at run time), so their
 // licences go with the files that carry them.
 const inputs = [...Object.keys(metafile.inputs), ...chunkBuilds.flatMap((chunk) => chunk.inputs)];
+const packages = bundledPackages(inputs, fileURLToPath(root));
+await writeFile(fileURLToPath(new URL('dist/THIRD-PARTY-LICENSES', root)), licensesText(packages));
+// And what they are, by name and version, for whoever must know what runs (docs/security.md).
+const manifest = JSON.parse(await readFile(fileURLToPath(new URL('package.json', root)), 'utf8'));
 await writeFile(
-  fileURLToPath(new URL('dist/THIRD-PARTY-LICENSES', root)),
-  licensesText(bundledPackages(inputs, fileURLToPath(root))),
+  fileURLToPath(new URL(`dist/${SBOM_FILE}`, root)),
+  sbomText({
+    subject: manifest,
+    packages,
+    properties: [
+      {
+        name: 'queenctl:code-caches',
+        value:
+          `dist/queenctl*.cache: V8 code caches (compiled code, run as it is) of the files above, made by node ` +
+          `${process.version} at build time; bin/queenctl.cjs runs them (docs/security.md)`,
+      },
+      {
+        name: 'queenctl:npm-dependencies',
+        value: `${Object.entries(manifest.dependencies)
+          .map(([name, range]) => `${name} ${range}`)
+          .join(', ')}: installed by npm beside the package, not bundled`,
+      },
+    ],
+    root: fileURLToPath(root),
+  }),
 );
 
 // The caches of an earlier build go first: V8 checks only a source's length, and nothing may run

@@ -162,6 +162,8 @@ function stageTree(stage, build) {
   put(PATHS.fish, { from: join(unpacked, 'completions', 'queenctl.fish') });
   for (const page of manPages) put(join(PATHS.man, `${page}.gz`), gzip(readFileSync(join(manDir, page))));
   put(join(PATHS.doc, 'copyright'), copyright(build));
+  // What the package carries, declared (docs/security.md): the SBOM of the archive's executable.
+  put(join(PATHS.doc, 'sbom.cdx.json'), { from: join(unpacked, 'sbom.cdx.json') });
   put(join(PATHS.doc, 'changelog.Debian.gz'), gzip(debianChangelog()));
   put(PATHS.lintian, lintianOverrides());
 }

@@ -31,7 +31,9 @@ const GROUPS = [
   {
     name: 'process-1',
     waits: true,
-    files: ['package', 'signals', 'list', 'output', 'tty', 'guardian'].map((name) => `process/${name}.test.js`),
+    files: ['package', 'signals', 'list', 'output', 'tty', 'guardian', 'cache-trust'].map(
+      (name) => `process/${name}.test.js`,
+    ),
   },
   {
     name: 'process-2',

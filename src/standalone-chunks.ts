@@ -12,8 +12,14 @@
  * at the first chunk. V8 takes a cache only under the flags it was made with (docs/standalone.md,
  * "Code caches"). The executable writes no file; a missing or unreadable cache only costs compile
  * time.
+ *
+ * A code cache runs as it is, so the caches are read from the very file that is running
+ * (/proc/self/exe where there is one: not a path someone may have put another file at since),
+ * and only when that file is trusted as a program is (docs/security.md, "Code caches and config
+ * memos"): a regular file owned by the effective user or by root, writable by nobody else.
+ * Otherwise every chunk is compiled from source, and -v (or QUEENCTL_DEBUG) says why, once.
  */
-import { closeSync, fstatSync, openSync, readSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Script } from 'node:vm';
 
@@ -93,12 +99,20 @@ export function loadChunk(name: string): ChunkExports {
 }
 
 function codeCache(key: string): Buffer | undefined {
+  if (cacheIndex === null) return undefined;
   let fd: number | undefined;
   try {
-    fd = openSync(process.execPath, 'r');
+    const self = existsSync('/proc/self/exe') ? '/proc/self/exe' : process.execPath;
+    fd = openSync(self, 'r');
     if (cacheIndex === undefined) {
       cacheIndex = null;
-      const { size } = fstatSync(fd);
+      const stats = fstatSync(fd);
+      const untrusted = distrustOfExecutable(stats);
+      if (untrusted !== undefined) {
+        sayOnce(`code caches of the executable ignored: ${process.execPath} ${untrusted}, so every part is compiled`);
+        return undefined;
+      }
+      const { size } = stats;
       const tail = Buffer.alloc(12);
       readSync(fd, tail, 0, 12, size - 12);
       if (tail.toString('latin1', 4) !== CODE_CACHE_MARK) return undefined;
@@ -117,6 +131,30 @@ function codeCache(key: string): Buffer | undefined {
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
+}
+
+/**
+ * Why the executable's own caches are not to be run (undefined when they are): it must be a
+ * regular file owned by the effective user or root, and writable by nobody else, as any program
+ * one runs should be. Where there are no file owners to check (Windows), nothing is said.
+ */
+function distrustOfExecutable(stats: { isFile(): boolean; uid: number; mode: number }): string | undefined {
+  const euid = process.geteuid?.();
+  if (euid === undefined) return undefined;
+  if (!stats.isFile()) return 'is not a regular file';
+  if (stats.uid !== euid && stats.uid !== 0) return `is owned by uid ${stats.uid}, neither you (uid ${euid}) nor root`;
+  if ((stats.mode & 0o022) !== 0) return `is writable by ${stats.mode & 0o002 ? 'others' : 'its group'}`;
+  return undefined;
+}
+
+/** A line on stderr with -v (read from the arguments before `--`) or QUEENCTL_DEBUG. */
+function sayOnce(line: string): void {
+  const args = process.argv.slice(2);
+  const end = args.indexOf('--');
+  const verbose = (end === -1 ? args : args.slice(0, end)).some(
+    (arg) => arg === '--verbose' || /^-[qw]*v[qvw]*$/.test(arg),
+  );
+  if (verbose || process.env.QUEENCTL_DEBUG) process.stderr.write(`queenctl: ${line}\n`);
 }
 
 /**

@@ -8,6 +8,7 @@ import { BrokerClient } from '../broker/client.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../broker/retry.js';
 import type { Transport } from '../broker/transport.js';
 import { systemClock, type Clock } from '../clock.js';
+import { memoNotes } from '../config/memo.js';
 import { proxySettings, type ProxySettings } from '../config/proxy.js';
 import { resolveConnection } from '../config/resolve.js';
 import { CONCURRENCY_CEILING } from '../renewal/concurrency.js';
@@ -220,7 +221,8 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       };
       // Traces quote the broker's answers: escaped as every line for people (output/sanitise.ts).
       const trace = io.verbose ? (line: string) => void stderr.write(`queenctl: ${escapeText(line)}\n`) : undefined;
-      for (const note of connection.notes) trace?.(note);
+      // And why a config memo was not trusted, if one was not (src/config/memo.ts).
+      for (const note of [...connection.notes, ...memoNotes()]) trace?.(note);
       // Said even with -q: the token or the broker's identity is at stake.
       for (const warning of connection.warnings) stderr.write(warningMessage(warning));
       const concurrencyGiven = command.getOptionValueSourceWithGlobals('concurrency') !== 'default';
@@ -290,6 +292,8 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       };
       const format = flags.quiet && flags.output === undefined ? null : resolved;
       ports.setExitCode(await verb({ io, env: ports.env, flags, format, noHeaders: !flags.headers }));
+      // -v traces no requests here, but says why a config memo was not trusted (src/config/memo.ts).
+      if (io.verbose) for (const note of memoNotes()) ports.stderr.write(`queenctl: ${escapeText(note)}\n`);
     },
   };
 }

@@ -56,13 +56,15 @@ export const FILES: readonly Entry[] = [
   },
   {
     name: '$XDG_CACHE_HOME/queenctl/config/',
-    text: 'what this build parsed of an unchanged config file, so most runs skip parsing it; safe to delete.',
+    text:
+      'what this build parsed of an unchanged config file, so most runs skip parsing it; used only when ' +
+      'yours (directories writable by you alone, files mode 0600: -v says why not); safe to delete.',
   },
   {
     name: '$XDG_CACHE_HOME/queenctl/code/',
     text:
       'code caches the npm package makes on a Node.js version other than the one it was built with; ' +
-      'safe to delete.',
+      'used only when yours, as above; safe to delete.',
   },
 ];
 

@@ -15,6 +15,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
+  chownSync,
   copyFileSync,
   existsSync,
   mkdirSync,
@@ -32,13 +33,20 @@ import { fileURLToPath } from 'node:url';
 import { VERSION } from '../../src/version.js';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { BIN, type CliResult, describeRun, runProcess, runShell, startProcess } from '../support/cli.js';
+import { BUNDLED, checkSbom } from '../support/sbom.js';
 import { makeCertificate, type TestCertificate } from '../support/tls.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const EXE = process.env.QUEENCTL_EXE;
 const skip = EXE ? false : 'QUEENCTL_EXE is not set: `npm run test:exe` builds the executable and runs this file';
-const manifest = (): { exe: string; archive: string; sums: string; node: string; nodeVersion: string } =>
-  JSON.parse(readFileSync(join(dirname(dirname(EXE as string)), 'build.json'), 'utf8'));
+const manifest = (): {
+  exe: string;
+  archive: string;
+  sums: string;
+  node: string;
+  nodeVersion: string;
+  platform: string;
+} => JSON.parse(readFileSync(join(dirname(dirname(EXE as string)), 'build.json'), 'utf8'));
 
 let scratch: string;
 let sim: Simulator;
@@ -82,7 +90,7 @@ describe('the release archive', { skip }, () => {
     assert.match(checked.stdout, /: OK$/m);
   });
 
-  it('unpacks to the executable, LICENSE, README and completions, and runs with an empty environment', async () => {
+  it('unpacks to the executable, LICENSE, README, completions, SBOM; runs with an empty environment', async () => {
     const { archive } = manifest();
     const into = mkdtempSync(join(scratch, 'unpacked-'));
     execFileSync('tar', ['-xzf', archive, '-C', into], { timeout: LIMIT_MS });
@@ -97,6 +105,7 @@ describe('the release archive', { skip }, () => {
       'completions',
       'man',
       'queenctl',
+      'sbom.cdx.json',
     ]);
     assert.deepEqual(readdirSync(join(dir, 'completions')).sort(), ['_queenctl', 'queenctl.bash', 'queenctl.fish']);
     // The man pages of the build (issue 26): one for queenctl, and one per command, in man1/ so
@@ -107,6 +116,12 @@ describe('the release archive', { skip }, () => {
     assert.deepEqual(pages.sort(), readdirSync(join(ROOT, 'dist', 'man')).sort());
     assert.match(readFileSync(join(dir, 'LICENSE'), 'utf8'), /^MIT License/);
     assert.match(readFileSync(join(dir, 'THIRD-PARTY-LICENSES'), 'utf8'), /^Node\.js \d+\.\d+\.\d+/);
+    // What it carries, declared (docs/security.md): every bundled package (cli-table3 too, which
+    // the npm package installs instead), and the Node.js release it is made of.
+    const components = checkSbom(readFileSync(join(dir, 'sbom.cdx.json'), 'utf8'), [...BUNDLED, 'cli-table3']);
+    const node = components.get(`node-${manifest().platform}`);
+    assert.equal(node?.type, 'platform');
+    assert.equal(node?.version, manifest().nodeVersion);
     // The completion scripts are what the executable prints for them.
     const bash = spawnSync(join(dir, 'queenctl'), ['completion', 'bash'], {
       env: {},
@@ -401,6 +416,42 @@ describe('its own', { skip }, () => {
       assert.doesNotMatch(result.stderr, /rejected|no code cache/);
       assert.match(result.stderr, /^queenctl: the code cache of cli \(cli\) was accepted$/m);
     }
+  });
+
+  it('runs its code caches only from a file trusted as a program: its own or root’s, writable by no one else', {
+    skip: process.geteuid?.() === 0 ? false : 'needs root, to give a copy to another user (CI runs as root)',
+  }, async () => {
+    // Copies of the executable made untrustworthy: every chunk is compiled from source instead,
+    // and -v says why once (src/standalone-chunks.ts).
+    const cases: Array<[string, (file: string) => void, RegExp]> = [
+      ['owned by another user', (file) => chownSync(file, 65534, 65534), /is owned by uid 65534, neither you/],
+      ['writable by its group', (file) => chmodSync(file, 0o775), /is writable by its group/],
+      ['writable by anyone', (file) => chmodSync(file, 0o757), /is writable by others/],
+    ];
+    for (const [what, plant, why] of cases) {
+      const copy = join(mkdtempSync(join(scratch, 'untrusted-')), 'queenctl');
+      copyFileSync(EXE as string, copy);
+      chmodSync(copy, 0o755);
+      plant(copy);
+      const verbose = await runProcess(copy, ['--version', '-v'], { exit: 0, timeoutMs: LIMIT_MS });
+      assert.equal(verbose.stdout, `${VERSION}\n`, what);
+      const lines = verbose.stderr.split('\n').filter((line) => line.includes('code caches of the executable ignored'));
+      assert.equal(lines.length, 1, `${what}: ${verbose.stderr}`);
+      assert.match(lines[0] as string, why, what);
+      const debug = await runProcess(copy, ['--version'], {
+        env: { QUEENCTL_DEBUG: '1' },
+        exit: 0,
+        timeoutMs: LIMIT_MS,
+      });
+      assert.match(debug.stderr, /^queenctl: no code cache of cli \(cli\): compiled from source$/m, what);
+      assert.doesNotMatch(debug.stderr, /was accepted/, what);
+    }
+    // Without -v, nothing is said.
+    const quiet = join(mkdtempSync(join(scratch, 'untrusted-')), 'queenctl');
+    copyFileSync(EXE as string, quiet);
+    chmodSync(quiet, 0o777);
+    const result = await runProcess(quiet, ['--version'], { exit: 0, timeoutMs: LIMIT_MS });
+    assert.deepEqual([result.stdout, result.stderr], [`${VERSION}\n`, '']);
   });
 
   it('`version --short` says it is the standalone build and names the Node.js it carries', async () => {

@@ -38,6 +38,7 @@ import { promisify } from 'node:util';
 import { VERSION } from '../../src/version.js';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { cleanEnv, needsNode } from '../support/cli.js';
+import { checkSbom } from '../support/sbom.js';
 
 /** The npm package is node's bin: a standalone executable (QUEENCTL_EXE) is not in it. */
 const npmPackage = needsNode('the npm package, its bin and its code cache');
@@ -67,7 +68,7 @@ it('src/version.ts matches package.json', () => {
   assert.equal(VERSION, JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
 });
 
-it('the bundle requires at run time only its package.json dependencies, and carries the licences of the rest', (t) => {
+it('the bundle requires at run time only its package.json dependencies; the licences and SBOM of the rest', (t) => {
   const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
     dependencies: Record<string, string>;
     devDependencies: Record<string, string>;
@@ -91,6 +92,13 @@ it('the bundle requires at run time only its package.json dependencies, and carr
     assert.ok(manifest.devDependencies[pkg], `${pkg} is bundled: a devDependency, not installed by users`);
     assert.match(licences, new RegExp(`^${pkg} \\d+\\.\\d+\\.\\d+\\n\\n\\s*\\S`, 'm'), `${pkg}'s licence`);
   }
+  // And declared (docs/security.md): the SBOM names each package whose licence the build carries,
+  // at the version bundled, and no other.
+  const components = checkSbom(readFileSync(join(dist, 'sbom.cdx.json'), 'utf8'));
+  const licensed = [...licences.matchAll(/^(@?[a-z0-9][\w./-]*) (\d+\.\d+\.\d+\S*)\n\n/gm)].map(
+    ([, name, version]) => `${name}@${version}`,
+  );
+  assert.deepEqual([...components].map(([name, { version }]) => `${name}@${version}`).sort(), licensed.sort());
 });
 
 /** What the installed bin on PATH reported for `--version` and `lease extend` (QUEENCTL_DEBUG). */
@@ -112,6 +120,7 @@ it('npm install -g of the package as npm packs it gives a working queenctl on PA
   assert.ok(!lstatSync(installed).isSymbolicLink(), 'a copy of the package, not a link to the working tree');
   assert.equal(existsSync(join(installed, 'src')), false, 'only what package.json `files` names');
   assert.ok(existsSync(join(installed, 'dist', 'THIRD-PARTY-LICENSES')), 'the licences of what the bundle carries');
+  checkSbom(readFileSync(join(installed, 'dist', 'sbom.cdx.json'), 'utf8'));
   assert.ok(!existsSync(join(installed, 'node_modules', 'yaml')), 'a bundled package is not installed');
   const bin = join(scratch, 'prefix', 'bin', 'queenctl');
   // Run as a user runs it, reporting the cache it starts from (checked below, per Node).

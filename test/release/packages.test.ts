@@ -3,7 +3,8 @@
  * dist/release/: run by `npm run test:release` after it, left out of `npm test`.
  *
  * - SHA256SUMS covers every file, and `sha256sum -c` accepts them;
- * - each archive holds the executable, licences, README, completions and every man page;
+ * - each archive holds the executable, licences, README, completions, every man page and the SBOM,
+ *   which names each bundled package and the Node.js release for that platform;
  * - both .debs: lintian finds nothing (what it would say and is meant is overridden with its
  *   reason: packaging/lintian-overrides), the control fields, a DEP-5 copyright;
  * - the amd64 .deb installs with dpkg -i: queenctl runs, man finds its pages, bash loads its
@@ -22,6 +23,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { VERSION } from '../../src/version.js';
 import { type CliResult, type ExpectedExit, runProcess } from '../support/cli.js';
+import { BUNDLED, checkSbom } from '../support/sbom.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const RELEASE = join(ROOT, 'dist', 'release');
@@ -116,7 +118,7 @@ describe('the release directory', { skip }, () => {
     );
   });
 
-  it('each archive holds the executable, LICENSE, THIRD-PARTY-LICENSES, README, completions, man pages', async () => {
+  it('each archive holds the executable, LICENSE, THIRD-PARTY-LICENSES, README, completions, man, SBOM', async () => {
     const pages = readdirSync(MAN).filter((file) => file.endsWith('.1'));
     assert.ok(pages.length > 0, 'dist/man has the pages the build wrote');
     for (const { platform } of TARGETS) {
@@ -130,9 +132,13 @@ describe('the release directory', { skip }, () => {
         'completions/queenctl.bash',
         'completions/_queenctl',
         'completions/queenctl.fish',
+        'sbom.cdx.json',
         ...pages.map((page) => `man/man1/${page}`),
       ];
       for (const name of want) assert.ok(names.includes(`${top}/${name}`), `${archive(platform)} lacks ${name}`);
+      const sbom = await ok('tar', ['-xzOf', archive(platform), `${top}/sbom.cdx.json`]);
+      const components = checkSbom(sbom, [...BUNDLED, 'cli-table3']);
+      assert.equal(components.get(`node-${platform}`)?.type, 'platform', `${archive(platform)}: its Node.js`);
     }
   });
 });
@@ -171,6 +177,7 @@ describe('the .debs', { skip }, () => {
           '/usr/share/bash-completion/completions/queenctl',
           '/usr/share/doc/queenctl/changelog.Debian.gz',
           '/usr/share/doc/queenctl/copyright',
+          '/usr/share/doc/queenctl/sbom.cdx.json',
           '/usr/share/fish/vendor_completions.d/queenctl.fish',
           ...pages,
           '/usr/share/zsh/vendor-completions/_queenctl',
@@ -183,6 +190,15 @@ describe('the .debs', { skip }, () => {
       });
       assert.equal(tail.code, 0, tail.stderr);
       assert.equal(tail.stdout, 'QCTLCC01', 'the executable keeps the code caches appended to it: not stripped');
+      // The SBOM of the archive's executable, as it is (the .rpm has the same bytes: below).
+      const sbom = await ok('tar', ['-xOf', tarball, './usr/share/doc/queenctl/sbom.cdx.json']);
+      const archived = await ok('tar', [
+        '-xzOf',
+        archive(target.platform),
+        `queenctl-${VERSION}-${target.platform}/sbom.cdx.json`,
+      ]);
+      assert.equal(sbom, archived);
+      checkSbom(sbom, [...BUNDLED, 'cli-table3']);
       const copyright = await ok('tar', ['-xOf', tarball, './usr/share/doc/queenctl/copyright']);
       assert.match(
         copyright,
