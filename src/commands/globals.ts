@@ -56,7 +56,10 @@ export function addGlobalOptions(program: Command): Command {
     .option('--token <jwt>', 'bearer token (env QUEEN_TOKEN); prefer --token-file, a flag shows in ps')
     .option('--token-file <path>', 'read the bearer token from a file (a trailing newline is ignored)')
     .option('--context <name>', 'context of the config file to use (env QUEEN_CONTEXT)')
-    .option('--config <path>', 'config file (env QUEEN_CONFIG; default ~/.queen/config.yaml)')
+    .option(
+      '--config <path>',
+      'config file (env QUEEN_CONFIG; default ~/.queen/config.yaml, the only one that may be missing)',
+    )
     .addOption(
       new Option(
         '-o, --output <format>',

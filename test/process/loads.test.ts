@@ -54,7 +54,8 @@ async function loads(
   args: string[],
   options: { stdin?: string; env?: Record<string, string>; code?: number; bin?: string } = {},
 ): Promise<Loads> {
-  const env = { QUEEN_CONFIG: join(scratch, 'none.yaml'), ...options.env, QUEENCTL_DEBUG: '1' };
+  // No config: HOME is an empty directory (cleanEnv); a named file that is missing is an error.
+  const env = { ...options.env, QUEENCTL_DEBUG: '1' };
   const result = await runCli(args, {
     exit: options.code ?? 0,
     stdin: options.stdin ?? '',
