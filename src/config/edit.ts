@@ -49,7 +49,8 @@ export class EditableConfig {
       });
     }
     const { config, document } = await parseConfigDocument(path, text);
-    return new EditableConfig(yaml, document, { ...config, warning: configWarning(path, text, config.contexts) });
+    const warning = configWarning(path, text, config.contexts);
+    return new EditableConfig(yaml, document, warning === undefined ? config : { ...config, warning });
   }
 
   get config(): ConfigFile {

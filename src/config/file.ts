@@ -133,8 +133,15 @@ export async function readConfigFile(from: string | ConfigSource, memo?: ConfigM
   const memoized = memo?.read(path, text);
   const config = memoized ?? (await parseConfigDocument(path, text)).config;
   if (!memoized) memo?.write(config, text);
-  return { ...config, warning: configWarning(path, text, config.contexts) };
+  const warning = configWarning(path, text, config.contexts);
+  return warning === undefined ? config : { ...config, warning };
 }
+
+/**
+ * `literal:` and a character a token may start with: not the Go example's own placeholder
+ * (`# or: env | file:///abs/path | literal:<token>`), which no file should be warned for.
+ */
+const LITERAL_TOKEN = /literal:[\x21-\x3b\x3d-\x7e]/;
 
 /**
  * The warning for a config file others may change (its mode, or its owner), or read when it
@@ -143,7 +150,7 @@ export async function readConfigFile(from: string | ConfigSource, memo?: ConfigM
  */
 export function configWarning(path: string, text: string, contexts: readonly ContextEntry[]): string | undefined {
   if (process.platform === 'win32') return undefined;
-  const literal = /literal:/i.test(text) || contexts.some((entry) => entry['token-ref']?.startsWith('literal:'));
+  const literal = LITERAL_TOKEN.test(text) || contexts.some((entry) => entry['token-ref']?.startsWith('literal:'));
   const found = exposure(path, literal);
   return found && exposureWarning('the config file', path, found, 'a literal token');
 }

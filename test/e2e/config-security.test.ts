@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse as parseYaml } from 'yaml';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
+import { GO_EXAMPLE } from '../support/go-config.js';
 import { runInProcess } from '../support/in-process.js';
 
 const TOKEN = 'eyJhbGciOiJIUzI1NiJ9.Y29uZmlnLXNlY3VyaXR5.c2lnbmF0dXJl';
@@ -211,6 +212,10 @@ describe('a config file others may read or change', () => {
         assert.deepEqual(warningsOf(result.stderr), [], `${what}: ${args.join(' ')}`);
       }
     }
+    // The Go queenctl's example names `literal:<token>` in a comment: a placeholder, not a token.
+    const example = await runInProcess(['--config', configFile(GO_EXAMPLE, 0o644), 'config', 'view']);
+    assert.equal(example.code, 0, example.stderr);
+    assert.deepEqual(warningsOf(example.stderr), [], 'the Go example at 0644');
     for (const mode of [0o664, 0o646, 0o666]) {
       const path = configFile(REFERENCE(sim.url), mode);
       const result = await runInProcess(['--config', path, 'lease', 'extend', sim.mint(), '--token', TOKEN, '-q']);
