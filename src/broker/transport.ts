@@ -142,16 +142,22 @@ export function classify(error: unknown, viaProxy: boolean): TransportFailure {
   return failure('other');
 }
 
-/** For -v: the proxies by origin only, so credentials in a proxy URL are never shown. */
+/**
+ * For -v: the proxies by origin only, so credentials in a proxy URL are never shown. Each
+ * carries its own scheme (Go's rules: HTTPS_PROXY never stands in for HTTP_PROXY, nor the other
+ * way round); localhost and loopback always go direct.
+ */
 export function describeProxy(proxy: ProxySettings): string {
   const origin = (url: string | undefined): string | undefined => (url ? new URL(url).origin : undefined);
   const http = origin(proxy.httpProxy);
-  const https = origin(proxy.httpsProxy) ?? http;
+  const https = origin(proxy.httpsProxy);
   const route =
     https === http
       ? `through the proxy ${http}`
-      : http
+      : http && https
         ? `through the proxy ${http} for http, ${https} for https`
-        : `through the proxy ${https} for https (http goes direct)`;
-  return `${route}${proxy.noProxy ? `, except NO_PROXY ${proxy.noProxy}` : ''}`;
+        : http
+          ? `through the proxy ${http} for http (https goes direct)`
+          : `through the proxy ${https} for https (http goes direct)`;
+  return `${route}, except localhost and loopback${proxy.noProxy ? ` and NO_PROXY ${proxy.noProxy}` : ''}`;
 }

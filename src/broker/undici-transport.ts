@@ -10,6 +10,7 @@ import type { Dispatcher } from 'undici';
 // ~60 ms of start-up per invocation that a lease command never uses (see undici-agent.d.ts).
 import Agent from 'undici/lib/dispatcher/agent.js';
 import type { ProxySettings } from '../config/proxy.js';
+import { proxyFor } from '../config/proxy-route.js';
 import type { RawAnswer } from './contract.js';
 import {
   MAX_BODY_BYTES,
@@ -29,7 +30,10 @@ export interface UndiciTransportOptions {
   insecure?: boolean | undefined;
   /** The CA certificates (PEM) to trust for https, instead of the system's. */
   ca?: string | undefined;
-  /** From proxySettings() (config/proxy.ts); undefined: connect directly. */
+  /**
+   * From proxySettings() (config/proxy.ts), routed per origin by proxyFor (config/proxy-route.ts);
+   * undefined: connect directly.
+   */
   proxy?: ProxySettings | undefined;
   maxBodyBytes?: number;
   /** -v: says which proxy requests go through, once, when the proxy agent is set up. */
@@ -37,20 +41,24 @@ export interface UndiciTransportOptions {
 }
 
 export class UndiciTransport implements Transport {
+  /** Requests that go direct; made now when there is no proxy (the common path), else on first use. */
   private agent: Dispatcher | undefined;
-  private agentReady: Promise<Dispatcher> | undefined;
+  /** A proxy agent per proxy URL, loaded only when a request goes through one. */
+  private readonly proxyAgents = new Map<string, Promise<Dispatcher>>();
+  /** The proxy of each origin (proxy-route.ts), or null for direct; asked once per origin. */
+  private readonly routes = new Map<string, string | null>();
   private readonly maxBodyBytes: number;
 
   constructor(private readonly options: UndiciTransportOptions = {}) {
     this.maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
-    // The common path (no proxy) builds its Agent now; the proxy agent is loaded only when used.
     if (!options.proxy) this.agent = new Agent(this.agentOptions());
   }
 
   async send(request: TransportRequest): Promise<RawAnswer> {
-    const dispatcher = this.agent ?? (await this.dispatcher());
+    const proxyUrl = this.options.proxy ? this.routeOf(request.origin) : null;
+    const dispatcher = proxyUrl === null ? this.directAgent() : await this.proxyAgent(proxyUrl);
     const maxBytes = request.maxBodyBytes ?? this.maxBodyBytes;
-    const viaProxy = this.options.proxy !== undefined;
+    const viaProxy = proxyUrl !== null;
     return new Promise<RawAnswer>((resolve, reject) => {
       const handler = new AnswerHandler(request, maxBytes, viaProxy, resolve, reject);
       if (handler.settled) return;
@@ -60,8 +68,23 @@ export class UndiciTransport implements Transport {
   }
 
   async close(): Promise<void> {
-    const agent = this.agent ?? (this.agentReady ? await this.agentReady.catch(() => undefined) : undefined);
-    await agent?.close();
+    const proxies = await Promise.all([...this.proxyAgents.values()].map((ready) => ready.catch(() => undefined)));
+    await Promise.all([this.agent, ...proxies].map((agent) => agent?.close()));
+  }
+
+  private directAgent(): Dispatcher {
+    this.agent ??= new Agent(this.agentOptions());
+    return this.agent;
+  }
+
+  private routeOf(origin: string): string | null {
+    let route = this.routes.get(origin);
+    if (route === undefined) {
+      // Go's rules: localhost, loopback and NO_PROXY hosts go direct (config/proxy-route.ts).
+      route = proxyFor(this.options.proxy as ProxySettings, origin) ?? null;
+      this.routes.set(origin, route);
+    }
+    return route;
   }
 
   private agentOptions(): ConstructorParameters<typeof Agent>[0] {
@@ -80,20 +103,22 @@ export class UndiciTransport implements Transport {
     return { rejectUnauthorized: !this.options.insecure, ...(this.options.ca ? { ca: this.options.ca } : {}) };
   }
 
-  private dispatcher(): Dispatcher | Promise<Dispatcher> {
-    if (this.agent) return this.agent;
-    this.agentReady ??= (async () => {
-      const proxy = this.options.proxy!;
-      // undici's whole index, on this path only: the proxy agent tunnels with Client#connect,
-      // an API method the index attaches to every dispatcher.
-      const { EnvHttpProxyAgent } = await import('undici');
-      this.options.trace?.(describeProxy(proxy));
-      // requestTls: the broker's TLS inside the proxy's tunnel; the proxy's own TLS (an
-      // https:// proxy) is checked against the system CAs.
-      this.agent = new EnvHttpProxyAgent({ ...this.agentOptions(), requestTls: this.tls(), ...proxy });
-      return this.agent;
-    })();
-    return this.agentReady;
+  private proxyAgent(uri: string): Promise<Dispatcher> {
+    let ready = this.proxyAgents.get(uri);
+    if (!ready) {
+      // -v: said once, when the first request goes through a proxy.
+      if (this.proxyAgents.size === 0) this.options.trace?.(describeProxy(this.options.proxy as ProxySettings));
+      ready = (async () => {
+        // undici's whole index, on this path only: the proxy agent tunnels with Client#connect,
+        // an API method the index attaches to every dispatcher.
+        const { ProxyAgent } = await import('undici');
+        // requestTls: the broker's TLS inside the proxy's tunnel; the proxy's own TLS (an
+        // https:// proxy) is checked against the system CAs.
+        return new ProxyAgent({ ...this.agentOptions(), uri, requestTls: this.tls() });
+      })();
+      this.proxyAgents.set(uri, ready);
+    }
+    return ready;
   }
 }
 

@@ -13,7 +13,7 @@ import { proxySettings, type ProxySettings } from '../config/proxy.js';
 import { resolveConnection } from '../config/resolve.js';
 import { CONCURRENCY_CEILING } from '../renewal/concurrency.js';
 import { UsageError, type ExitCode } from '../exit.js';
-import type { IO, OutputStream } from '../io.js';
+import { write, type IO, type OutputStream } from '../io.js';
 import { resolveFormat, type OutputFormat } from '../output/format.js';
 import { escapeText } from '../output/sanitise.js';
 import { warningMessage } from '../output/words.js';
@@ -58,7 +58,10 @@ export function addGlobalOptions(program: Command): Command {
     .option('--token <jwt>', 'bearer token (env QUEEN_TOKEN); prefer --token-file, a flag shows in ps')
     .option('--token-file <path>', 'read the bearer token from a file (a trailing newline is ignored)')
     .option('--context <name>', 'context of the config file to use (env QUEEN_CONTEXT)')
-    .option('--config <path>', 'config file (env QUEEN_CONFIG; default ~/.queen/config.yaml)')
+    .option(
+      '--config <path>',
+      'config file (env QUEEN_CONFIG; default ~/.queen/config.yaml, the only one that may be missing)',
+    )
     .addOption(
       new Option(
         '-o, --output <format>',
@@ -112,7 +115,9 @@ export interface RunOptions {
    * (a number the command line fixes: ids given as arguments, one listing, a ping) goes over
    * node:http, which Node has ready, at ~+13 ms of start-up; `many` (ids from standard input, a
    * watch, a listing that asks each lease's expiry) over undici, ~+40 ms to load but cheaper by
-   * the request. A proxy in force is always undici's: node:http has no proxy support.
+   * the request. A broker reached through a proxy is always undici's: node:http has no proxy
+   * support; a run whose brokers are all exempt from the proxy (localhost, loopback, NO_PROXY)
+   * keeps node:http.
    */
   requests: 'few' | 'many';
   /** The system clock unless given; `watch` measures on monotonic time (clock.ts). */
@@ -187,6 +192,15 @@ export function redactingStream<T extends OutputStream>(stream: T, secret: strin
   });
 }
 
+/**
+ * The config file's warning (others may read its literal token, or change it: config/file.ts),
+ * said once by the verb that read it, even with -q: credentials are at stake. Lease verbs say it
+ * with the connection's warnings (config/resolve.ts).
+ */
+export async function warnOfConfig(io: Pick<IO, 'stderr'>, config: { warning?: string | undefined }): Promise<void> {
+  if (config.warning) await write(io.stderr, warningMessage(config.warning));
+}
+
 /** Shorter tokens are not real bearer tokens; scrubbing them would mangle ordinary output. */
 const MIN_REDACTED_LENGTH = 4;
 
@@ -226,7 +240,7 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
       // Said even with -q: the token or the broker's identity is at stake.
       for (const warning of connection.warnings) stderr.write(warningMessage(warning));
       const concurrencyGiven = command.getOptionValueSourceWithGlobals('concurrency') !== 'default';
-      const proxy = proxySettings(ports.env);
+      const proxy = await proxyInForce(proxySettings(ports.env), connection.servers, trace);
       const connections = concurrencyGiven ? flags.concurrency : CONCURRENCY_CEILING;
       const transport = await openTransport(options.requests, proxy, {
         // Watch may adapt up to the ceiling; the other verbs keep within --concurrency themselves.
@@ -320,6 +334,23 @@ async function openTransport(
 }
 
 type Trace = ((line: string) => void) | undefined;
+
+/**
+ * The proxy settings, when a broker of this run goes through a proxy by Go's rules
+ * (config/proxy-route.ts); undefined when every one is exempt (localhost, loopback, NO_PROXY),
+ * so such a run keeps node:http and never loads undici for a proxy it does not use.
+ */
+async function proxyInForce(
+  proxy: ProxySettings | undefined,
+  servers: readonly string[],
+  trace: Trace,
+): Promise<ProxySettings | undefined> {
+  if (proxy === undefined) return undefined;
+  const { proxyFor } = await import('../config/proxy-route.js');
+  if (servers.some((server) => proxyFor(proxy, server) !== undefined)) return proxy;
+  trace?.('proxy: none for this broker (localhost, loopback or NO_PROXY): connecting directly');
+  return undefined;
+}
 
 function scrubError(error: Error, secret: string): void {
   error.message = error.message.replaceAll(secret, '[redacted]');

@@ -5,12 +5,20 @@
  * may hold literal tokens.
  */
 import { randomBytes } from 'node:crypto';
-import { open, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
+import { lstat, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Document, YAMLMap, YAMLSeq } from 'yaml';
 import { UsageError } from '../exit.js';
 import { configDirectoryFailure, configWriteFailure } from '../output/words.js';
-import { findContext, parseConfigDocument, readConfigText, type ConfigFile, type ContextEntry } from './file.js';
+import {
+  configWarning,
+  findContext,
+  parseConfigDocument,
+  readConfigText,
+  type ConfigFile,
+  type ConfigSource,
+  type ContextEntry,
+} from './file.js';
 import { DirectoryError, makeDirectory } from './files.js';
 
 /** Fields set-context may write; `null` removes the key from the context. */
@@ -23,9 +31,15 @@ export class EditableConfig {
     private parsed: ConfigFile,
   ) {}
 
-  static async load(path: string): Promise<EditableConfig> {
+  /**
+   * The file to edit. `create`: a missing file is an empty one, to be made by save() (set-context
+   * makes the file it is given); otherwise only the default path may be missing (file.ts).
+   */
+  static async load(from: string | ConfigSource, create = true): Promise<EditableConfig> {
     const yaml = await import('yaml');
-    const text = await readConfigText(path);
+    const source = typeof from === 'string' ? { path: from, namedBy: undefined } : from;
+    const { path } = source;
+    const text = await readConfigText(create ? path : source);
     if (text === null) {
       return new EditableConfig(yaml, new yaml.Document(), {
         path,
@@ -35,7 +49,8 @@ export class EditableConfig {
       });
     }
     const { config, document } = await parseConfigDocument(path, text);
-    return new EditableConfig(yaml, document, config);
+    const warning = configWarning(path, text, config.contexts);
+    return new EditableConfig(yaml, document, warning === undefined ? config : { ...config, warning });
   }
 
   get config(): ConfigFile {
@@ -117,12 +132,22 @@ const LEFT_BEHIND_MS = 60_000;
  * `.<name>.<random>.tmp`: hidden, and never read as config (the config is only ever the path
  * given). One a killed run left is removed by the next write once a minute old (a write in
  * progress beside this one is younger). The directory (~/.queen) is made when missing, one
- * level at a time below its parent, which must exist (files.ts); a symlinked config file stays a
- * symlink and its target is replaced. Every failure is one line that says where to go instead.
+ * level at a time below its parent, which must exist (files.ts). Every failure is one line that
+ * says where to go instead.
+ *
+ * No symbolic link is followed (docs/security.md#config-files-and-proxies): a config file that
+ * is a link is replaced by the new file, its target left as it was (a link planted in ~/.queen
+ * would otherwise have this user rewrite, mode 0600, any file the link names); and a directory
+ * that is a link owned by another user (neither `uid` nor root) is refused, as that user could
+ * point it anywhere between the check and the rename.
  */
-export async function writeFileAtomic(path: string, text: string): Promise<void> {
-  const target = await realpath(path).catch(() => path);
-  const directory = dirname(target);
+export async function writeFileAtomic(
+  path: string,
+  text: string,
+  uid: number | null = process.getuid?.() ?? null,
+): Promise<void> {
+  const directory = dirname(path);
+  await refuseForeignLink(directory, uid);
   try {
     makeDirectory(directory, dirname(directory));
   } catch (error) {
@@ -131,9 +156,10 @@ export async function writeFileAtomic(path: string, text: string): Promise<void>
   }
   const failed = (error: unknown): UsageError =>
     new UsageError(configWriteFailure(path, (error as NodeJS.ErrnoException).code ?? (error as Error).message));
-  const name = basename(target);
+  const name = basename(path);
   const temporary = join(directory, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
   try {
+    // wx: O_EXCL, which never opens through a link, even one made since the name was chosen.
     const handle = await open(temporary, 'wx', 0o600);
     try {
       await handle.writeFile(text, 'utf8');
@@ -143,13 +169,26 @@ export async function writeFileAtomic(path: string, text: string): Promise<void>
     } finally {
       await handle.close();
     }
-    await rename(temporary, target);
+    // rename(2) replaces the name itself: a link at `path` is replaced, never followed.
+    await rename(temporary, path);
   } catch (error) {
     await rm(temporary, { force: true });
     throw failed(error);
   }
   await syncDirectory(directory);
   await removeLeftBehind(directory, name);
+}
+
+/** The config's directory as a link another user owns (see writeFileAtomic): one line, exit 1. */
+async function refuseForeignLink(directory: string, uid: number | null): Promise<void> {
+  if (uid === null) return;
+  const link = await lstat(directory).catch(() => undefined);
+  if (!link?.isSymbolicLink() || link.uid === uid || link.uid === 0) return;
+  throw new UsageError(
+    `the config directory ${directory} is a symbolic link owned by another user (uid ${link.uid}), ` +
+      `who could point it anywhere: not writing through it; remove it (rm ${directory}) ` +
+      'or point --config or QUEEN_CONFIG at a file in a directory of your own',
+  );
 }
 
 /** The rename itself on disk: without it a power cut may bring back the old file. Best effort. */

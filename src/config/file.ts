@@ -8,7 +8,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Alias, Document, LineCounter, Node as YamlNode, YAMLMap } from 'yaml';
 import { UsageError } from '../exit.js';
-import { readTextFile } from './files.js';
+import { exposure, exposureWarning, readTextFile } from './files.js';
 import { configMemo, type ConfigMemo } from './memo.js';
 
 export interface ContextEntry {
@@ -28,6 +28,11 @@ export interface ConfigFile {
   exists: boolean;
   currentContext: string | undefined;
   contexts: ContextEntry[];
+  /**
+   * Said on stderr once by the run that read it, -q or not: others may read the literal token
+   * it holds, or change it (files.ts#exposure). Undefined when only this user may.
+   */
+  warning?: string | undefined;
 }
 
 /** The keys of a context this tool reads, and the type each must have. */
@@ -57,11 +62,46 @@ function homeOfUser(): string {
 
 /** --config, else $QUEEN_CONFIG, else ~/.queen/config.yaml (contract, Global options). */
 export function configPathFor(flag: string | undefined, env: NodeJS.ProcessEnv): string {
-  return flag || env.QUEEN_CONFIG || defaultConfigPath(env);
+  return configSourceFor(flag, env).path;
 }
 
-/** The file's text, or null when there is none; `<(command)` and FIFOs are waited for (files.ts). */
-export async function readConfigText(path: string): Promise<string | null> {
+export interface ConfigSource {
+  path: string;
+  /** What named the file; undefined for the default path, the only one that may be absent. */
+  namedBy: '--config' | 'QUEEN_CONFIG' | undefined;
+}
+
+export function configSourceFor(flag: string | undefined, env: NodeJS.ProcessEnv): ConfigSource {
+  if (flag) return { path: flag, namedBy: '--config' };
+  if (env.QUEEN_CONFIG) return { path: env.QUEEN_CONFIG, namedBy: 'QUEEN_CONFIG' };
+  return { path: defaultConfigPath(env), namedBy: undefined };
+}
+
+/**
+ * A config file named by --config or QUEEN_CONFIG that is not there: a typo would otherwise
+ * send the run to http://localhost:6632 with no token, as if nothing had been named. One line.
+ */
+export function missingConfig(source: ConfigSource): UsageError {
+  const drop = source.namedBy === '--config' ? 'drop --config' : 'unset QUEEN_CONFIG';
+  return new UsageError(
+    `the config file ${source.path} (from ${source.namedBy}) does not exist: fix the path, ` +
+      `create it with queenctl config set-context <name> --server <url> --config ${source.path}, ` +
+      `or ${drop} to use ~/.queen/config.yaml`,
+  );
+}
+
+/**
+ * The file's text, or null when there is none (only the default path may be missing: one a
+ * flag or QUEEN_CONFIG names is a usage error); `<(command)` and FIFOs are waited for (files.ts).
+ */
+export async function readConfigText(path: string | ConfigSource): Promise<string | null> {
+  const source = typeof path === 'string' ? { path, namedBy: undefined } : path;
+  const text = await readTextOrNull(source.path);
+  if (text === null && source.namedBy !== undefined) throw missingConfig(source);
+  return text;
+}
+
+async function readTextOrNull(path: string): Promise<string | null> {
   try {
     return await readTextFile(path);
   } catch (error) {
@@ -79,21 +119,40 @@ export async function readConfigText(path: string): Promise<string | null> {
 
 /** This run's config file (--config, else $QUEEN_CONFIG, else the default), through its memo. */
 export function readConfigFor(flag: string | undefined, env: NodeJS.ProcessEnv): Promise<ConfigFile> {
-  return readConfigFile(configPathFor(flag, env), configMemo(env));
+  return readConfigFile(configSourceFor(flag, env), configMemo(env));
 }
 
 /**
- * Reads the file; a missing file is an empty config. With a memo (memo.ts), a file this build
- * parsed before, unchanged, is not parsed again.
+ * Reads the file; a missing file is an empty config when it is the default one. With a memo
+ * (memo.ts), a file this build parsed before, unchanged, is not parsed again.
  */
-export async function readConfigFile(path: string, memo?: ConfigMemo): Promise<ConfigFile> {
-  const text = await readConfigText(path);
+export async function readConfigFile(from: string | ConfigSource, memo?: ConfigMemo): Promise<ConfigFile> {
+  const path = typeof from === 'string' ? from : from.path;
+  const text = await readConfigText(from);
   if (text === null) return { path, exists: false, currentContext: undefined, contexts: [] };
   const memoized = memo?.read(path, text);
-  if (memoized) return memoized;
-  const { config } = await parseConfigDocument(path, text);
-  memo?.write(config, text);
-  return config;
+  const config = memoized ?? (await parseConfigDocument(path, text)).config;
+  if (!memoized) memo?.write(config, text);
+  const warning = configWarning(path, text, config.contexts);
+  return warning === undefined ? config : { ...config, warning };
+}
+
+/**
+ * `literal:` and a character a token may start with: not the Go example's own placeholder
+ * (`# or: env | file:///abs/path | literal:<token>`), which no file should be warned for.
+ */
+const LITERAL_TOKEN = /literal:[\x21-\x3b\x3d-\x7e]/;
+
+/**
+ * The warning for a config file others may change (its mode, or its owner), or read when it
+ * holds a literal token: in a context, or anywhere in its text (a commented-out one is as
+ * readable). Shares the check of token files (files.ts#exposure).
+ */
+export function configWarning(path: string, text: string, contexts: readonly ContextEntry[]): string | undefined {
+  if (process.platform === 'win32') return undefined;
+  const literal = LITERAL_TOKEN.test(text) || contexts.some((entry) => entry['token-ref']?.startsWith('literal:'));
+  const found = exposure(path, literal);
+  return found && exposureWarning('the config file', path, found, 'a literal token');
 }
 
 export async function parseConfig(path: string, text: string): Promise<ConfigFile> {

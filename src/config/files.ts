@@ -8,8 +8,10 @@
  * - A file that is not a regular one (a FIFO, `<(command)`, a device) is read in the thread pool,
  *   never synchronously: opening a FIFO waits for a writer, and a wait on the JS thread would
  *   leave SIGINT and SIGTERM unheard (cli.ts ends a run on them within a second).
+ * - Who else may read or change a file of credentials (`exposure`): the one check behind the
+ *   warnings for token files and config files (docs/security.md#config-files-and-proxies).
  */
-import { mkdirSync, readFile, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readFile, readFileSync, statSync, type Stats } from 'node:fs';
 import { dirname, parse } from 'node:path';
 
 /** A directory that could not be made: which level failed, and the errno that said why. */
@@ -97,4 +99,68 @@ export function readTextFile(path: string): Promise<string> {
   return new Promise((resolve, reject) => {
     readFile(path, 'utf8', (error, text) => (error ? reject(error) : resolve(text)));
   });
+}
+
+/** Who besides this user may read or change a file; undefined when nobody may. */
+export interface Exposure {
+  /** The permission bits, as chmod takes them: `0644`. */
+  mode: string;
+  /** Group or others may read it. */
+  readable: boolean;
+  /** Group or others may write it. */
+  writable: boolean;
+  /** The uid of the owner when that is neither this user nor root (root may change any file anyway). */
+  foreignOwner: number | undefined;
+}
+
+/**
+ * Who else may read (`secret`: it holds a token) or change the file at `path`: its group or
+ * other permission bits, and its owner when that is another user than `uid` and not root (`uid`
+ * null: the owner is not asked).
+ * undefined when nobody else may, or when it cannot be told (no such file, no uid on Windows).
+ * `stats`: the file's, when the caller has them already.
+ */
+export function exposure(
+  path: string,
+  secret: boolean,
+  uid: number | null = process.getuid?.() ?? null,
+  stats?: Stats,
+): Exposure | undefined {
+  let stat: Stats;
+  try {
+    stat = stats ?? statSync(path);
+  } catch {
+    return undefined;
+  }
+  const bits = stat.mode & 0o777;
+  const readable = secret && (bits & 0o044) !== 0;
+  const writable = (bits & 0o022) !== 0;
+  const foreignOwner = uid !== null && stat.uid !== uid && stat.uid !== 0 ? stat.uid : undefined;
+  if (!readable && !writable && foreignOwner === undefined) return undefined;
+  return { mode: bits.toString(8).padStart(4, '0'), readable, writable, foreignOwner };
+}
+
+/**
+ * The warning for a file of credentials others may read or change, naming it and the fix; one
+ * line. `what`: `the token file`, `the config file`; `secret`: what it holds that makes reading
+ * it matter, when its name does not say so.
+ */
+export function exposureWarning(what: string, path: string, found: Exposure, secret?: string): string {
+  const by =
+    found.readable && found.writable
+      ? 'read and changed'
+      : found.readable
+        ? 'read'
+        : found.writable
+          ? 'changed'
+          : undefined;
+  const holds = found.readable && secret ? ` holds ${secret} and` : '';
+  const problems = [
+    ...(by ? [`can be ${by} by other users (mode ${found.mode})`] : []),
+    ...(found.foreignOwner !== undefined
+      ? [`belongs to another user (uid ${found.foreignOwner}), who can change it`]
+      : []),
+  ];
+  const chown = found.foreignOwner !== undefined ? `chown "$(id -u)" ${path} && ` : '';
+  return `${what} ${path}${holds} ${problems.join(' and ')}: ${chown}chmod 600 ${path}`;
 }

@@ -6,12 +6,11 @@
  * Nothing here ever puts the token into a message: errors and -v notes name where it came from.
  */
 // Small files read at start-up through files.ts: at once when regular, a FIFO in the thread pool.
-import { statSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UsageError } from '../exit.js';
 import { findContext, knownContexts, readConfigFor, type ConfigFile, type ContextEntry } from './file.js';
-import { readTextFile } from './files.js';
+import { exposure, exposureWarning, readTextFile } from './files.js';
 import type { SecretToolRunner } from './keychain.js';
 
 export const DEFAULT_SERVER = 'http://localhost:6632';
@@ -147,7 +146,8 @@ export async function resolveConnection(
       : undefined;
   if (cacertPath !== undefined) notes.push(`trusting only the CA in ${cacertPath} for https`);
 
-  const warnings: string[] = [];
+  // The file's own first: others could have changed where this run goes, or read its token.
+  const warnings: string[] = config.warning ? [config.warning] : [];
   const https = servers.filter((server) => server.startsWith('https:'));
   if (insecure && https.length > 0) {
     warnings.push(
@@ -169,9 +169,9 @@ export async function resolveConnection(
   }
   if (token !== undefined && platform !== 'win32') {
     const file = source.startsWith('--token-file ') ? source.slice('--token-file '.length) : tokenFileOf(context);
-    const loose = file !== undefined ? await looseMode(file) : undefined;
-    if (loose !== undefined)
-      warnings.push(`the token file ${file} can be read by other users (mode ${loose}): chmod 600 ${file}`);
+    // Its owner is not asked: another owner could only swap the token queenctl sends.
+    const found = file !== undefined ? exposure(file, true, null) : undefined;
+    if (file !== undefined && found !== undefined) warnings.push(exposureWarning('the token file', file, found));
   }
 
   return {
@@ -319,15 +319,6 @@ function tokenFileOf(context: ContextEntry | undefined): string | undefined {
   if (!ref?.startsWith('file://')) return undefined;
   try {
     return fileURLToPath(ref);
-  } catch {
-    return undefined;
-  }
-}
-
-async function looseMode(path: string): Promise<string | undefined> {
-  try {
-    const mode = statSync(path).mode & 0o777;
-    return mode & 0o077 ? mode.toString(8).padStart(4, '0') : undefined;
   } catch {
     return undefined;
   }

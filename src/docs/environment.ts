@@ -18,7 +18,10 @@ export const ENVIRONMENT: readonly Entry[] = [
     text: 'the bearer token when neither --token nor --token-file is given; also what a token-ref of env reads.',
   },
   { name: 'QUEEN_CONTEXT', text: "the context to use, over the config file's current-context; --context wins." },
-  { name: 'QUEEN_CONFIG', text: 'the config file, when --config is not given (default ~/.queen/config.yaml).' },
+  {
+    name: 'QUEEN_CONFIG',
+    text: 'the config file, when --config is not given (default ~/.queen/config.yaml); it must exist.',
+  },
   { name: 'QUEENCTL_DEBUG', text: 'when set, an internal error prints its stack trace.' },
   {
     name: 'QUEENCTL_COMPLETION_TIMEOUT',
@@ -30,8 +33,10 @@ export const ENVIRONMENT: readonly Entry[] = [
   {
     name: 'HTTPS_PROXY, HTTP_PROXY, NO_PROXY',
     text:
-      'a proxy (http://, https:// or socks5://) for https and http brokers, and the hosts reached directly; ' +
-      'the lower-case names are read first. A value that is not such a URL is a usage error.',
+      'a proxy (http://, https:// or socks5://; host:port is http://) for https and http brokers, and the ' +
+      "hosts reached directly, read as Go's ProxyFromEnvironment reads them: the upper-case names first; " +
+      'localhost and loopback addresses are never proxied; under CGI (REQUEST_METHOD set) HTTP_PROXY is ' +
+      'ignored. A value that is not such a URL is a usage error.',
   },
   { name: 'NODE_EXTRA_CA_CERTS', text: 'a PEM file of CA certificates trusted beside the system ones for https.' },
   {
@@ -52,7 +57,8 @@ export const FILES: readonly Entry[] = [
     name: '~/.queen/config.yaml',
     text:
       'the contexts: brokers, where their tokens are, TLS settings (or --config, or QUEEN_CONFIG); the same ' +
-      'file the Go queenctl reads. config set-context and use-context write it atomically, mode 0600.',
+      'file the Go queenctl reads. config set-context and use-context write it atomically, mode 0600, ' +
+      'never through a symbolic link.',
   },
   {
     name: '$XDG_CACHE_HOME/queenctl/config/',

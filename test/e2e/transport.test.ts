@@ -121,7 +121,7 @@ describe('which transport a run uses (-v names it)', () => {
     }
   });
 
-  it('ids from standard input, a watch, a listing with expiries or --watch, and a proxy go over undici', async () => {
+  it('ids from standard input, a watch, a listing with expiries or --watch go over undici', async () => {
     const leaseId = plain.mint();
     const runs: Array<[string[], { stdin?: string; env?: Record<string, string> }]> = [
       [['lease', 'extend', '-'], { stdin: `${leaseId}\n` }],
@@ -129,7 +129,6 @@ describe('which transport a run uses (-v names it)', () => {
       [['lease', 'watch', leaseId, '--for', '300ms'], {}],
       [['lease', 'list', '--expiry'], {}],
       [['lease', 'list', '--expiring-within', '10m'], {}],
-      [['lease', 'extend', leaseId], { env: { HTTP_PROXY: 'http://127.0.0.1:9', NO_PROXY: '127.0.0.1' } }],
     ];
     for (const [args, options] of runs) {
       const result = await runInProcess([...args, ...server(), '-o', 'ndjson'], options);
@@ -143,40 +142,143 @@ describe('which transport a run uses (-v names it)', () => {
   });
 });
 
+/** A broker URL of a name that resolves nowhere: only a test proxy diverting to `sim` reaches it. */
+const NAMED = 'queen.example.test';
+const named = (sim: Simulator, scheme = 'http'): string => `${scheme}://${NAMED}:${sim.port}`;
+
 describe('proxies', () => {
+  it("HTTPS_PROXY carries an https renewal through a CONNECT tunnel, with the broker's TLS inside it", async () => {
+    const proxy = await startProxy({ host: '127.0.0.1', port: secure.port });
+    try {
+      const leaseId = secure.mint();
+      const server = named(secure, 'https');
+      const result = await runInProcess(
+        ['lease', 'extend', leaseId, '--server', server, '--token', TOKEN, '--cacert', certificate.certFile, '-v'],
+        { env: { HTTPS_PROXY: proxy.url, NO_PROXY: '' } },
+      );
+      assert.equal(result.code, 0, result.stderr);
+      assert.deepEqual(proxy.targets, [new URL(server).host]);
+      assert.match(result.stderr, /^queenctl: transport: undici \(a proxy is in force\)$/m);
+      assert.equal(secure.log.length, 1);
+      // The tunnel carries TLS: the proxy never sees the token.
+      assert.ok(!proxy.received().includes(TOKEN));
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('HTTP_PROXY carries plain http; HTTPS_PROXY alone does not (Go: neither stands in for the other)', async () => {
+    const proxy = await startProxy({ host: '127.0.0.1', port: plain.port });
+    try {
+      const leaseId = plain.mint();
+      const via = await runInProcess(['lease', 'extend', leaseId, '--server', named(plain), '--token', TOKEN], {
+        env: { HTTP_PROXY: proxy.url },
+      });
+      assert.equal(via.code, 0, via.stderr);
+      assert.deepEqual(proxy.targets, [`${NAMED}:${plain.port}`]);
+      // undici's own rules sent http through HTTPS_PROXY when HTTP_PROXY was unset; Go's do not.
+      const direct = await runInProcess(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN, '-v'], {
+        env: { HTTPS_PROXY: proxy.url },
+      });
+      assert.equal(direct.code, 0, direct.stderr);
+      assert.equal(proxy.targets.length, 1);
+      assert.match(direct.stderr, /^queenctl: transport: node:http/m);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+/**
+ * Go's ProxyFromEnvironment (what the Go queenctl uses) never proxies localhost or a loopback
+ * address, and skips NO_PROXY hosts: the bearer token must not go to a proxy for them, and a run
+ * that sends no request through a proxy keeps node:http (docs/architecture.md#two-transports).
+ */
+describe('what never goes through the proxy', () => {
   let proxy: TestProxy;
+  let v6: Simulator;
   before(async () => {
     proxy = await startProxy();
+    v6 = await startSimulator({ host: '::1', tokens: { [TOKEN]: { role: 'read-write' } } });
   });
-  after(() => proxy.close());
-  beforeEach(() => proxy.targets.splice(0));
+  after(async () => {
+    await proxy.close();
+    await v6.close();
+  });
 
-  it("HTTPS_PROXY carries an https renewal through a CONNECT tunnel, with the broker's TLS inside it", async () => {
-    const leaseId = secure.mint();
-    const result = await runInProcess(
-      ['lease', 'extend', leaseId, '--server', secure.url, '--token', TOKEN, '--cacert', certificate.certFile],
-      {
-        env: { HTTPS_PROXY: proxy.url, NO_PROXY: '' },
-      },
+  const untouched = (what: string): void => {
+    assert.deepEqual(proxy.targets, [], what);
+    assert.equal(proxy.connections, 0, `${what}: a connection was made to the proxy`);
+    assert.ok(!proxy.received().includes(TOKEN), `${what}: the token reached the proxy`);
+  };
+
+  it('localhost, 127.0.0.1 and [::1] go direct under HTTP_PROXY and HTTPS_PROXY, over node:http', async () => {
+    const servers: Array<[string, Simulator]> = [
+      [`http://localhost:${plain.port}`, plain],
+      [plain.url, plain],
+      [`http://[::1]:${v6.port}`, v6],
+    ];
+    for (const [server, sim] of servers) {
+      for (const args of [
+        ['lease', 'extend', sim.mint()],
+        ['lease', 'extend', '-'],
+      ]) {
+        const stdin = args[2] === '-' ? `${sim.mint()}\n` : '';
+        const result = await runInProcess([...args, '--server', server, '--token', TOKEN, '-v', '-o', 'json'], {
+          stdin,
+          env: { HTTP_PROXY: proxy.url, HTTPS_PROXY: proxy.url, http_proxy: proxy.url, NO_PROXY: '' },
+        });
+        assert.equal(result.code, 0, `${server} ${args.join(' ')}: ${result.stderr}`);
+        untouched(server);
+        if (args[2] !== '-') assert.match(result.stderr, /^queenctl: transport: node:http/m, server);
+        assert.match(result.stderr, /^queenctl: proxy: none for this broker/m, server);
+      }
+    }
+  });
+
+  it('a NO_PROXY host goes direct: by name, .suffix, name:port and *', async () => {
+    for (const noProxy of [NAMED, '.example.test', `${NAMED}:${plain.port}`, '*']) {
+      // The name resolves nowhere, so going direct fails (exit 2) where the proxy would have
+      // carried it: proof that it went around.
+      const result = await runInProcess(
+        [
+          'lease',
+          'extend',
+          plain.mint(),
+          '--server',
+          named(plain),
+          '--token',
+          TOKEN,
+          '--retries',
+          '0',
+          '--timeout',
+          '5s',
+        ],
+        { env: { HTTP_PROXY: proxy.url, NO_PROXY: noProxy } },
+      );
+      assert.equal(result.code, 2, `${noProxy}: ${result.stderr}`);
+      untouched(noProxy);
+    }
+    // A port that is not the broker's exempts nothing: the proxy is asked (and cannot reach it).
+    const other = await runInProcess(
+      [
+        'lease',
+        'extend',
+        plain.mint(),
+        '--server',
+        named(plain),
+        '--token',
+        TOKEN,
+        '--retries',
+        '0',
+        '--timeout',
+        '5s',
+      ],
+      { env: { HTTP_PROXY: proxy.url, NO_PROXY: `${NAMED}:1` } },
     );
-    assert.equal(result.code, 0, result.stderr);
-    assert.deepEqual(proxy.targets, [new URL(secure.url).host]);
-    assert.equal(secure.log.length, 1);
-  });
-
-  it('HTTP_PROXY carries plain http, and NO_PROXY sends a listed host around it', async () => {
-    const leaseId = plain.mint();
-    const via = await runInProcess(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN], {
-      env: { HTTP_PROXY: proxy.url },
-    });
-    assert.equal(via.code, 0, via.stderr);
-    assert.deepEqual(proxy.targets, [new URL(plain.url).host]);
-    const around = await runInProcess(['lease', 'extend', leaseId, '--server', plain.url, '--token', TOKEN], {
-      env: { HTTP_PROXY: proxy.url, NO_PROXY: '127.0.0.1' },
-    });
-    assert.equal(around.code, 0, around.stderr);
-    assert.equal(proxy.targets.length, 1, 'the second request did not go through the proxy');
-    assert.equal(plain.log.length, 2);
+    assert.equal(other.code, 2, other.stderr);
+    assert.ok(proxy.targets.length > 0, 'the proxy was not asked');
+    assert.deepEqual(new Set(proxy.targets), new Set([`${NAMED}:${plain.port}`]));
   });
 });
 

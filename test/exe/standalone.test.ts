@@ -408,7 +408,8 @@ describe('its own', { skip }, () => {
       [['lease', 'extend', sim.mint()], { QUEEN_CONFIG: config }],
       [
         ['lease', 'extend', sim.mint(), '--server', sim.url, '-o', 'yaml'],
-        { QUEEN_CONFIG: join(scratch, 'none.yaml') },
+        // No config: HOME is an empty directory (cleanEnv).
+        {},
       ],
     ] as const) {
       const result = await exe([...args], 0, { ...env, QUEENCTL_DEBUG: '1' });

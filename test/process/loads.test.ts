@@ -54,7 +54,8 @@ async function loads(
   args: string[],
   options: { stdin?: string; env?: Record<string, string>; code?: number; bin?: string } = {},
 ): Promise<Loads> {
-  const env = { QUEEN_CONFIG: join(scratch, 'none.yaml'), ...options.env, QUEENCTL_DEBUG: '1' };
+  // No config: HOME is an empty directory (cleanEnv); a named file that is missing is an error.
+  const env = { ...options.env, QUEENCTL_DEBUG: '1' };
   const result = await runCli(args, {
     exit: options.code ?? 0,
     stdin: options.stdin ?? '',
@@ -131,6 +132,15 @@ describe('what a run loads', { skip: needsNode('a preload and the bin’s own re
     assert.equal(builtins.has('http'), true);
     // Setting a flag would also cost Node its own code cache for node:http (bin/queenctl.cjs).
     assert.equal(builtins.has('v8'), false);
+  });
+
+  it('lease extend <id> to a loopback broker with HTTP_PROXY set: node:http, never undici (issue 31)', async () => {
+    // Go's rules never proxy loopback (src/config/proxy-route.ts): the proxy is not in force.
+    const env = { HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9' };
+    const exempt = await loads(['lease', 'extend', sim.mint(), '--server', sim.url, '-o', 'json'], { env });
+    assert.equal(JSON.parse(exempt.stdout).renewed, 1);
+    assert.equal(exempt.undici, false);
+    assert.equal(exempt.builtins.has('http'), true);
   });
 
   const flags = LIFTOFF_NODE ? 'with --liftoff-only set (Node 20)' : 'with V8 flags left alone (Node 22+)';

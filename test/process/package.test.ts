@@ -345,15 +345,19 @@ it('a cache directory that cannot be written, or no HOME, changes nothing but th
     [{ XDG_CACHE_HOME: undefined, HOME: undefined }, /code cache not written: no HOME/],
     [{ XDG_CACHE_HOME: 'relative/cache', HOME: undefined }, /code cache not written: no HOME/],
   ] as const;
+  // Some cases have no HOME, where the default config would be the machine's: an empty one instead
+  // (a file named by QUEEN_CONFIG must exist).
+  const noConfig = join(scratch, 'no-config.yaml');
+  writeFileSync(noConfig, '');
   for (const [extra, report] of cases) {
-    const result = await queenctl(copy, extendArgs(), { QUEEN_CONFIG: join(scratch, 'no-config.yaml'), ...extra });
+    const result = await queenctl(copy, extendArgs(), { QUEEN_CONFIG: noConfig, ...extra });
     assert.equal(JSON.parse(result.stdout).renewed, 1);
     assert.match(result.stderr, report);
   }
   // The installed copy, with the cache it ships: the same with no HOME at all, whichever Node
   // this is (on the one that built it, the shipped cache is taken and nothing is written).
   for (const [extra] of [cases[2]]) {
-    const result = await queenctl(installed, extendArgs(), { QUEEN_CONFIG: join(scratch, 'no-config.yaml'), ...extra });
+    const result = await queenctl(installed, extendArgs(), { QUEEN_CONFIG: noConfig, ...extra });
     assert.equal(JSON.parse(result.stdout).renewed, 1);
     assert.doesNotMatch(result.stderr, /error/i);
   }

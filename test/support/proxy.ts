@@ -11,14 +11,25 @@ export interface TestProxy {
   url: string;
   /** `host:port` of each CONNECT, or the absolute URI of each forwarded request. */
   readonly targets: string[];
+  /** How many connections were made to the proxy. */
+  readonly connections: number;
+  /**
+   * What clients sent the proxy, as Latin-1: each request line and its headers, bodies and the
+   * bytes of every tunnel (a token sent through the proxy, in clear text, shows here).
+   */
+  received(): string;
   close(): Promise<void>;
 }
 
 export async function startProxy(divert?: { host: string; port: number }): Promise<TestProxy> {
   const targets: string[] = [];
   const sockets = new Set<Socket>();
+  const chunks: Buffer[] = [];
+  let connections = 0;
   const server = http.createServer((req, res) => {
     targets.push(req.url ?? '');
+    chunks.push(Buffer.from(`${req.method} ${req.url}\n${req.rawHeaders.join('\n')}\n`, 'latin1'));
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
     const target = new URL(req.url ?? '');
     const upstream = http.request(
       {
@@ -37,11 +48,14 @@ export async function startProxy(divert?: { host: string; port: number }): Promi
     req.pipe(upstream);
   });
   server.on('connection', (socket: Socket) => {
+    connections++;
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
   server.on('connect', (req, client: Socket, head: Buffer) => {
     targets.push(req.url ?? '');
+    chunks.push(Buffer.from(`CONNECT ${req.url}\n${req.rawHeaders.join('\n')}\n`, 'latin1'), head);
+    client.on('data', (chunk: Buffer) => chunks.push(chunk));
     const [host, port] = (req.url ?? '').split(':');
     const upstream = net.connect(divert?.port ?? Number(port), divert?.host ?? host, () => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
@@ -59,6 +73,10 @@ export async function startProxy(divert?: { host: string; port: number }): Promi
   return {
     url: `http://127.0.0.1:${address.port}`,
     targets,
+    get connections() {
+      return connections;
+    },
+    received: () => Buffer.concat(chunks).toString('latin1'),
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();

@@ -1,7 +1,8 @@
 /**
  * A throwaway certificate for https tests, made with the openssl command-line tool (on every
  * Debian and macOS machine, and on this project's machines): a self-signed certificate for
- * localhost and 127.0.0.1, which is also its own CA.
+ * localhost, 127.0.0.1 and queen.example.test (a name only a test proxy reaches: loopback never goes
+ * through a proxy), which is also its own CA.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -39,7 +40,7 @@ export function makeCertificate(): TestCertificate {
         '-subj',
         '/CN=localhost',
         '-addext',
-        'subjectAltName=DNS:localhost,IP:127.0.0.1',
+        'subjectAltName=DNS:localhost,DNS:queen.example.test,IP:127.0.0.1',
       ],
       { stdio: 'pipe', timeout: 15_000 },
     );

@@ -3,7 +3,18 @@
  * line, and writes that keep everything they were not asked to change.
  */
 import assert from 'node:assert/strict';
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lchownSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -248,17 +259,58 @@ ${GO_EXAMPLE}  - name: staging
     assert.deepEqual(readdirSync(join(home, '.queen')), ['config.yaml']);
   });
 
-  it("replaces a symlinked file's target and keeps the link (dotfiles repositories)", async () => {
+  it('never follows a link: a symlinked config file is replaced by the new file, its target untouched', async () => {
+    // A link planted in ~/.queen would otherwise have this user rewrite whatever file it names.
     const directory = scratch();
-    const target = join(directory, 'dotfiles-config.yaml');
+    const target = join(directory, 'elsewhere.yaml');
     const link = join(directory, 'config.yaml');
-    writeFileSync(target, GO_EXAMPLE);
+    writeFileSync(target, GO_EXAMPLE, { mode: 0o644 });
     symlinkSync(target, link);
     const config = await EditableConfig.load(link);
     config.useContext('local');
     await config.save();
-    assert.ok(lstatSync(link).isSymbolicLink());
-    assert.match(readFileSync(target, 'utf8'), /current-context: local/);
+    assert.ok(lstatSync(link).isFile(), 'the link is still a link');
+    assert.equal(lstatSync(link).mode & 0o777, 0o600);
+    assert.match(readFileSync(link, 'utf8'), /current-context: local/);
+    assert.equal(readFileSync(target, 'utf8'), GO_EXAMPLE);
+    assert.equal(statSync(target).mode & 0o777, 0o644);
+    // A dangling link (to a file not there yet) is replaced the same way: nothing is created there.
+    const dangling = join(directory, 'dangling.yaml');
+    const nowhere = join(directory, 'not-yet', 'made.yaml');
+    symlinkSync(nowhere, dangling);
+    const fresh = await EditableConfig.load(dangling);
+    fresh.setContext('x', { server: 'http://localhost:6632' });
+    await fresh.save();
+    assert.ok(lstatSync(dangling).isFile());
+    assert.equal(existsSync(join(directory, 'not-yet')), false);
+  });
+
+  it("~/.queen a link of this user's (a dotfiles repository) is written through; another user's is refused", {
+    skip: process.getuid?.() !== 0 && 'giving the link to another user needs root',
+  }, async () => {
+    const home = scratch();
+    const real = join(home, 'dotfiles-queen');
+    mkdirSync(real);
+    const queen = join(home, '.queen');
+    symlinkSync(real, queen);
+    const own = await EditableConfig.load(join(queen, 'config.yaml'));
+    own.setContext('a', { server: 'http://localhost:6632' });
+    await own.save();
+    assert.match(readFileSync(join(real, 'config.yaml'), 'utf8'), /name: a/);
+
+    // Tests run as root; the link is given to nobody (uid 65534).
+    lchownSync(queen, 65534, 65534);
+    const foreign = await EditableConfig.load(join(queen, 'config.yaml'));
+    foreign.setContext('b', { server: 'http://localhost:6632' });
+    await assert.rejects(
+      foreign.save(),
+      (error: unknown) =>
+        error instanceof UsageError &&
+        error.message.includes(`the config directory ${queen} is a symbolic link owned by another user (uid 65534)`) &&
+        error.hint === undefined,
+    );
+    assert.doesNotMatch(readFileSync(join(real, 'config.yaml'), 'utf8'), /name: b/);
+    assert.deepEqual(readdirSync(real), ['config.yaml']);
   });
 
   it('refuses to edit a malformed file rather than rewrite it', async () => {

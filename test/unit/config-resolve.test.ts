@@ -32,6 +32,8 @@ contexts:
   - name: vault
     token-ref: keychain://ops/queen-prod
 `,
+  // It holds a literal token: at 0644 every run would warn that others can read it.
+  { mode: 0o600 },
 );
 
 const resolve = (
@@ -91,7 +93,8 @@ describe('precedence: file, QUEEN_CONTEXT, --context, env, flags', () => {
   }
 
   it('without a config file: QUEEN_SERVER, else http://localhost:6632, and no token', async () => {
-    const bare = { config: join(directory, 'none.yaml') };
+    // The default path (HOME has no .queen): the only config that may be missing.
+    const bare = { config: undefined };
     assert.equal((await resolve(bare)).server, 'http://localhost:6632');
     assert.equal((await resolve(bare)).token, undefined);
     assert.equal((await resolve(bare, { QUEEN_SERVER: 'https://q:1' })).server, 'https://q:1');
@@ -145,7 +148,7 @@ describe('contexts but none chosen', () => {
 
   it('a file without contexts, or no file, still means the default broker', async () => {
     assert.equal((await resolve({ config: empty })).server, 'http://localhost:6632');
-    assert.equal((await resolve({ config: join(directory, 'absent.yaml') })).server, 'http://localhost:6632');
+    assert.equal((await resolve({ config: undefined })).server, 'http://localhost:6632');
   });
 });
 
@@ -221,7 +224,7 @@ describe('servers and warnings', () => {
     assert.match(remote.warnings[0] ?? '', /bearer token goes over plain http to a\.local:6632/);
     assert.deepEqual((await resolve({ context: 'a', server: 'http://127.0.0.1:6632' })).warnings, []);
     assert.deepEqual(
-      (await resolve({ server: 'http://a.local:6632', config: join(directory, 'none.yaml') })).warnings,
+      (await resolve({ server: 'http://a.local:6632', config: undefined })).warnings,
       [],
       'no token, nothing to leak',
     );

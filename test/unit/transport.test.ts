@@ -353,16 +353,24 @@ for (const name of TRANSPORTS)
 describe('the undici transport', () => {
   it('through a proxy: requests go via it, -v names it, a failure says it was in the way', async () => {
     routes.set('/through', (_req, res) => res.writeHead(200).end('ok'));
-    const proxy = await startProxy();
+    // Loopback never goes through a proxy (Go's rules): a name only the proxy can reach does.
+    const port = Number(new URL(origin).port);
+    const proxy = await startProxy({ host: '127.0.0.1', port });
+    const named = `http://queen.example.test:${port}`;
     const lines: string[] = [];
     const via = new UndiciTransport({
       proxy: { httpProxy: proxy.url, httpsProxy: undefined, noProxy: '' },
       trace: (line) => lines.push(line),
     });
     try {
+      assert.equal((await via.send(request('/through', { origin: named }))).body, 'ok');
+      assert.deepEqual(proxy.targets, [new URL(named).host]);
+      assert.deepEqual(lines, [
+        `through the proxy ${new URL(proxy.url).origin} for http (https goes direct), except localhost and loopback`,
+      ]);
+      // The same transport sends a loopback origin around the proxy, on its direct agent.
       assert.equal((await via.send(request('/through'))).body, 'ok');
-      assert.deepEqual(proxy.targets, [new URL(origin).host]);
-      assert.deepEqual(lines, [`through the proxy ${new URL(proxy.url).origin}`]);
+      assert.equal(proxy.targets.length, 1);
     } finally {
       await via.close();
       await proxy.close();
@@ -371,8 +379,11 @@ describe('the undici transport', () => {
       proxy: { httpProxy: `http://127.0.0.1:${await deadPort()}`, httpsProxy: undefined, noProxy: '' },
     });
     try {
-      const refused = await failure(down.send(request('/through')));
+      const refused = await failure(down.send(request('/through', { origin: named })));
       assert.equal(refused.viaProxy, true);
+      // Direct, beside the dead proxy: a failure there is not the proxy's.
+      const direct = await failure(down.send(request('/through', { origin: `http://127.0.0.1:${await deadPort()}` })));
+      assert.equal(direct.viaProxy, false);
     } finally {
       await down.close();
     }

@@ -7,11 +7,12 @@ import { chooseContext, noContextChosen } from '../../config/resolve.js';
 import { ExitCode } from '../../exit.js';
 import { write } from '../../io.js';
 import { warningMessage } from '../../output/words.js';
-import type { LocalRuntime } from '../globals.js';
+import { warnOfConfig, type LocalRuntime } from '../globals.js';
 
 export async function runCurrentContext(runtime: LocalRuntime): Promise<ExitCode> {
   const { io } = runtime;
   const config = await readConfigFor(runtime.flags.config, runtime.env);
+  await warnOfConfig(io, config);
   const chosen = chooseContext(runtime.flags, runtime.env, config);
   if (!chosen) throw noContextChosen(config, false);
   if (!config.contexts.some((entry) => entry.name === chosen.name) && !io.quiet) {

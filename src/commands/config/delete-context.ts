@@ -1,11 +1,11 @@
 /** `config delete-context <name>`: removes one context, keeping the rest of the file. */
 import { EditableConfig } from '../../config/edit.js';
-import { configPathFor } from '../../config/file.js';
+import { configSourceFor } from '../../config/file.js';
 import { DEFAULT_SERVER } from '../../config/resolve.js';
 import { ExitCode } from '../../exit.js';
 import { write } from '../../io.js';
 import { warningMessage } from '../../output/words.js';
-import type { LocalRuntime } from '../globals.js';
+import { warnOfConfig, type LocalRuntime } from '../globals.js';
 
 export interface DeleteContextOptions {
   name: string;
@@ -13,7 +13,8 @@ export interface DeleteContextOptions {
 
 export async function runDeleteContext(options: DeleteContextOptions, runtime: LocalRuntime): Promise<ExitCode> {
   const { io } = runtime;
-  const config = await EditableConfig.load(configPathFor(runtime.flags.config, runtime.env));
+  const config = await EditableConfig.load(configSourceFor(runtime.flags.config, runtime.env), false);
+  await warnOfConfig(io, config.config);
   const wasCurrent = config.deleteContext(options.name);
   await config.save();
   if (!io.quiet)

@@ -12,7 +12,7 @@ import { isMachineFormat } from '../../output/format.js';
 import { recordSink } from '../../output/records.js';
 import { renderTable } from '../../output/table.js';
 import { warningMessage } from '../../output/words.js';
-import type { LocalRuntime } from '../globals.js';
+import { warnOfConfig, type LocalRuntime } from '../globals.js';
 
 /** One context as -o json prints it: every key present, secrets redacted. */
 export interface ContextRecord {
@@ -38,6 +38,7 @@ export function contextRecord(entry: ContextEntry, current: boolean): ContextRec
 export async function runGetContexts(runtime: LocalRuntime): Promise<ExitCode> {
   const { io, format } = runtime;
   const config = await readConfigFor(runtime.flags.config, runtime.env);
+  await warnOfConfig(io, config);
   const chosen = chooseContext(runtime.flags, runtime.env, config);
   const records = config.contexts.map((entry) => contextRecord(entry, entry.name === chosen?.name));
   if (!io.quiet) {

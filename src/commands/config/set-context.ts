@@ -13,7 +13,7 @@ import { DEFAULT_SERVER, parseServers } from '../../config/resolve.js';
 import { ExitCode, UsageError } from '../../exit.js';
 import { write } from '../../io.js';
 import { warningMessage } from '../../output/words.js';
-import type { LocalRuntime } from '../globals.js';
+import { warnOfConfig, type LocalRuntime } from '../globals.js';
 
 export interface SetContextOptions {
   name: string;
@@ -109,7 +109,9 @@ export async function runSetContext(options: SetContextOptions, runtime: LocalRu
     }
   }
 
+  // The file it names is made when missing: set-context is how one is made (docs/config.md).
   const config = await EditableConfig.load(configPathFor(flags.config, runtime.env));
+  await warnOfConfig(io, config.config);
   const known = config.config.contexts.some((entry) => entry.name === options.name);
   if (known && Object.keys(changes).length === 0) {
     if (!io.quiet)

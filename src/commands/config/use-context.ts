@@ -1,10 +1,10 @@
 /** `config use-context <name>`: sets the file's current-context, keeping the rest of the file. */
 import { EditableConfig } from '../../config/edit.js';
-import { configPathFor } from '../../config/file.js';
+import { configSourceFor } from '../../config/file.js';
 import { ExitCode } from '../../exit.js';
 import { write } from '../../io.js';
 import { warningMessage } from '../../output/words.js';
-import type { LocalRuntime } from '../globals.js';
+import { warnOfConfig, type LocalRuntime } from '../globals.js';
 
 export interface UseContextOptions {
   name: string;
@@ -12,7 +12,8 @@ export interface UseContextOptions {
 
 export async function runUseContext(options: UseContextOptions, runtime: LocalRuntime): Promise<ExitCode> {
   const { io, env } = runtime;
-  const config = await EditableConfig.load(configPathFor(runtime.flags.config, env));
+  const config = await EditableConfig.load(configSourceFor(runtime.flags.config, env), false);
+  await warnOfConfig(io, config.config);
   config.useContext(options.name);
   await config.save();
   if (!io.quiet)
