@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { StdinLike } from '../../src/args.js';
+import { quoteText } from '../../src/names.js';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { runInProcess } from '../support/in-process.js';
 import { assertNoStackTrace, describeResult, records, runVerb } from './harness.js';
@@ -180,7 +181,7 @@ describe('group, queue and partition names that are not names', () => {
     [['--partition', 'p7\u2028'], /--partition "p7\\u2028" begins or ends with whitespace/],
   ];
   for (const [flags, reason] of refused) {
-    it(`lease list ${JSON.stringify(flags)}: exit 1, nothing sent`, async () => {
+    it(`lease list ${quoteText(flags.join(' '))}: exit 1, nothing sent`, async () => {
       assertRefused(await queenctl(['lease', 'list', ...flags]), reason);
     });
   }
