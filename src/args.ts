@@ -133,9 +133,10 @@ export function leaseIdSource(args: readonly string[], openStdin: StdinLike | ((
       if (readsStdin) stdinStream().destroy?.();
     },
     ids: (async function* () {
-      for (const arg of ids) {
+      for (const [index, arg] of args.entries()) {
+        // Only a bare `-` reads standard input; " - " is an id (trimmed to "-").
         if (arg !== '-') {
-          yield arg;
+          yield ids[index] as string;
           continue;
         }
         let count = 0;

@@ -73,6 +73,8 @@ describe('lease ids', () => {
 
   it('arguments are trimmed before they are sent; one with inner whitespace stops the run before any', async () => {
     assert.deepEqual(await collect(leaseIdSource([' a ', '\tb'], stdinOf(null)).ids), ['a', 'b']);
+    // Only a bare - reads standard input.
+    assert.deepEqual(await collect(leaseIdSource([' - '], stdinOf('from-stdin')).ids), ['-']);
     assert.throws(() => leaseIdSource(['good', 'bad id'], stdinOf(null)), /lease id #2 "bad id" holds whitespace/);
   });
 
