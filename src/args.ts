@@ -3,6 +3,8 @@
  * UsageError (exit 1) raised before anything is sent to the broker.
  */
 import { UsageError } from './exit.js';
+import { quoteText } from './names.js';
+import { describeUtf8Fault, Utf8Checker } from './utf8.js';
 
 export const MAX_SECONDS = 2_147_483_647;
 /** Longer ids cannot be real (the broker mints 36-character UUIDs) and would not fit a URL. */
@@ -50,11 +52,22 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 /** Half a surrogate pair: not text, and encodeURIComponent throws on it. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/** Rejects ids no broker could have minted; anything else travels percent-encoded as given. */
-export function checkLeaseId(leaseId: string, where = 'lease id'): string {
-  if (leaseId.trim() === '') throw new UsageError(`${where} is empty`, 'give the leaseId the pop returned');
-  if (CONTROL.test(leaseId)) {
-    throw new UsageError(`${where} ${JSON.stringify(leaseId.slice(0, 80))} holds control characters`);
+/**
+ * A lease id as it will be sent: trimmed of surrounding whitespace (an id copied from a table
+ * comes with a space; standard input is split on whitespace anyway), then checked. Rejects ids no
+ * broker could have minted; anything else travels percent-encoded as given. Every source of ids
+ * (arguments, standard input, completion) goes through here (docs/cli-contract.md#lease-ids).
+ */
+export function checkLeaseId(text: string, where = 'lease id'): string {
+  const leaseId = text.trim();
+  if (leaseId === '') throw new UsageError(`${where} is empty`, 'give the leaseId the pop returned');
+  if (CONTROL.test(leaseId)) throw new UsageError(`${where} ${quoteText(leaseId)} holds control characters`);
+  // Whitespace is what separates ids on standard input: one inside is two ids pasted as one.
+  if (/\s/.test(leaseId)) {
+    throw new UsageError(
+      `${where} ${quoteText(leaseId)} holds whitespace, which no lease id has`,
+      'give each lease id as an argument of its own',
+    );
   }
   // No encoding makes these one plain segment: %2E is the same unreserved "." (RFC 3986 2.3),
   // and URL parsers and proxies resolve it as a dot segment, i.e. another route.
@@ -65,9 +78,7 @@ export function checkLeaseId(leaseId: string, where = 'lease id'): string {
       'lease ids are the leaseId a pop returned',
     );
   }
-  if (LONE_SURROGATE.test(leaseId)) {
-    throw new UsageError(`${where} ${JSON.stringify(leaseId.slice(0, 80))} is not valid Unicode text`);
-  }
+  if (LONE_SURROGATE.test(leaseId)) throw new UsageError(`${where} ${quoteText(leaseId)} is not valid Unicode text`);
   if (leaseId.length > MAX_LEASE_ID_LENGTH) {
     throw new UsageError(
       `${where} is ${leaseId.length} characters long; no broker mints ids over ${MAX_LEASE_ID_LENGTH}`,
@@ -105,7 +116,8 @@ export function leaseIdSource(args: readonly string[], openStdin: StdinLike | ((
   if (args.length === 0)
     throw new UsageError('missing lease id', 'give one or more lease ids, or - to read them from standard input');
   if (args.filter((arg) => arg === '-').length > 1) throw new UsageError('- (standard input) may be given once');
-  for (const [index, arg] of args.entries()) if (arg !== '-') checkLeaseId(arg, `lease id #${index + 1}`);
+  // Every argument is checked before the first is sent; what is sent is the trimmed id.
+  const ids = args.map((arg, index) => (arg === '-' ? arg : checkLeaseId(arg, `lease id #${index + 1}`)));
   const readsStdin = args.includes('-');
   if (readsStdin && stdinStream().isTTY) {
     throw new UsageError(
@@ -121,9 +133,10 @@ export function leaseIdSource(args: readonly string[], openStdin: StdinLike | ((
       if (readsStdin) stdinStream().destroy?.();
     },
     ids: (async function* () {
-      for (const arg of args) {
+      for (const [index, arg] of args.entries()) {
+        // Only a bare `-` reads standard input; " - " is an id (trimmed to "-").
         if (arg !== '-') {
-          yield arg;
+          yield ids[index] as string;
           continue;
         }
         let count = 0;
@@ -146,18 +159,49 @@ export function leaseIdSource(args: readonly string[], openStdin: StdinLike | ((
   };
 }
 
-/** Whitespace-separated tokens of a stream, across chunk boundaries. */
+/**
+ * Whitespace-separated tokens of a stream, across chunk boundaries. Bytes must be UTF-8: at the
+ * first that is not, the tokens wholly before it have been given and a UsageError names its
+ * offset, however the bytes were chunked (docs/cli-contract.md#lease-ids). A fatal TextDecoder
+ * would say that much, but not where.
+ */
 export async function* splitWhitespace(stream: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
   let carry = '';
   // ignoreBOM: Node 24's streaming decoder drops a U+FEFF that follows a character split across
   // chunks, and 20/22 keep it; kept everywhere, it is whitespace (\s) like any BOM.
-  const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  const decoder = new TextDecoder('utf-8', { ignoreBOM: true, fatal: true });
+  const checker = new Utf8Checker();
+  let fed = 0;
+  let given = 0;
   for await (const chunk of stream) {
-    const text = carry + (typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
+    let text = carry;
+    let fault = null;
+    if (typeof chunk === 'string') text += chunk;
+    else {
+      fault = checker.push(chunk);
+      // Only the bytes before the fault are decoded: whatever precedes it is whole characters.
+      text += decoder.decode(fault ? chunk.subarray(0, Math.max(0, fault.offset - fed)) : chunk, { stream: true });
+      fed += chunk.length;
+    }
     const tokens = text.split(/\s+/);
     carry = tokens.pop() ?? '';
-    for (const token of tokens) if (token !== '') yield token;
+    for (const token of tokens) {
+      if (token === '') continue;
+      given++;
+      yield token;
+    }
+    // The token the fault is in is never given: carry holds its start.
+    if (fault) throw notUtf8(describeUtf8Fault(fault, 'standard input'), given);
   }
+  const fault = checker.end();
+  if (fault) throw notUtf8(describeUtf8Fault(fault, 'standard input'), given);
   const rest = carry + decoder.decode();
   for (const token of rest.split(/\s+/)) if (token !== '') yield token;
+}
+
+function notUtf8(where: string, given: number): UsageError {
+  return new UsageError(
+    `lease id #${given + 1} on standard input is not valid UTF-8 text: ${where}`,
+    'lease ids are text: check the file or the command that wrote them',
+  );
 }

@@ -4,7 +4,7 @@
  * process to it. Everything below takes them as parameters (commands/globals.ts builds the Runtime).
  */
 import { setMaxListeners } from 'node:events';
-import { fstatSync, statSync, writeSync } from 'node:fs';
+import { fstatSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { CommanderError } from 'commander';
 import type { StdinLike } from './args.js';
 import type { Clock } from './clock.js';
@@ -14,6 +14,7 @@ import { ExitCode, QueenctlError, signalExitCode } from './exit.js';
 import type { OutputStream } from './io.js';
 import { escapeText } from './output/sanitise.js';
 import { errorMessage } from './output/words.js';
+import { decodeArgv, rawArgv } from './utf8.js';
 import { BUILD_INFO } from './build-info.js';
 import { VERSION } from './version.js';
 
@@ -43,30 +44,37 @@ export interface CliPorts {
   clock?: Clock;
 }
 
-/** queenctl on the real process: its streams, signals and exit code. */
+/**
+ * queenctl on the real process: its streams, signals and exit code. `argv` as Node.js decoded it;
+ * an argument that held bytes that are not UTF-8 is read again from the kernel (utf8.ts), so the
+ * run can refuse it rather than send U+FFFD in its place.
+ */
 export async function main(argv: string[]): Promise<void> {
   const stdout = processOutput(1, () => process.stdout);
   const stderr = processOutput(2, () => process.stderr);
-  await run(argv, {
-    env: process.env,
-    get stdout() {
-      return stdout();
+  await run(
+    rawArgv(argv, () => readFileSync('/proc/self/cmdline')),
+    {
+      env: process.env,
+      get stdout() {
+        return stdout();
+      },
+      get stderr() {
+        return stderr();
+      },
+      get stdin() {
+        return process.stdin;
+      },
+      onSignal: (signals, listener) => {
+        for (const signal of signals) process.on(signal, listener);
+      },
+      setExitCode: (status) => {
+        process.exitCode = status;
+      },
+      exit: endProcess,
+      nodeVersion: process.version,
     },
-    get stderr() {
-      return stderr();
-    },
-    get stdin() {
-      return process.stdin;
-    },
-    onSignal: (signals, listener) => {
-      for (const signal of signals) process.on(signal, listener);
-    },
-    setExitCode: (status) => {
-      process.exitCode = status;
-    },
-    exit: endProcess,
-    nodeVersion: process.version,
-  });
+  );
 }
 
 /** The status each signal a run catches ends it with (exit.ts), and back. */
@@ -173,13 +181,24 @@ function isPlainOutput(fd: number): boolean {
   }
 }
 
-/** One run of queenctl on these ports; resolves with its exit status (also given to setExitCode). */
-export async function run(argv: string[], ports: CliPorts): Promise<number> {
+/**
+ * One run of queenctl on these ports; resolves with its exit status (also given to setExitCode).
+ * An argument may be given as the bytes the process got (main, and tests of bytes that are not
+ * UTF-8): it is decoded here, before anything else, and refused if it is not text.
+ */
+export async function run(rawArgs: readonly (string | Uint8Array)[], ports: CliPorts): Promise<number> {
   let exitCode: number = ExitCode.Ok;
   const setExitCode = (code: number): void => {
     exitCode = code;
     ports.setExitCode(code);
   };
+  let argv: string[];
+  try {
+    argv = decodeArgv(rawArgs);
+  } catch (error) {
+    setExitCode(exitCodeFor(error, ports));
+    return exitCode;
+  }
   const controller = new AbortController();
   // Every request in flight listens to this one signal; a bulk run has many by design.
   setMaxListeners(0, controller.signal);

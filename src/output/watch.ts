@@ -124,6 +124,7 @@ function retryWords(event: RetryEvent): string {
 function stoppedWords(event: StoppedEvent): string {
   switch (event.reason) {
     case 'for':
+      if (event.neverRenewed) return `lease ${event.leaseId}: --for has elapsed; ${event.error ?? 'never renewed'}`;
       return `lease ${event.leaseId}: --for has elapsed; no longer renewed`;
     case 'signal':
       return `lease ${event.leaseId}: interrupted; no longer renewed`;
@@ -435,9 +436,11 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
       if (event.event === 'renewed') return refresh();
       const words = eventWords(event);
       const bad =
-        event.event === 'lost' || event.event === 'outage' || (event.event === 'stopped' && event.reason === 'error');
+        event.event === 'lost' ||
+        event.event === 'outage' ||
+        (event.event === 'stopped' && (event.reason === 'error' || event.neverRenewed === true));
       const paint = bad ? style.bad : event.event === 'retry' ? style.warn : (plain: string) => plain;
-      above(`queenctl: ${timeOf(event.at)} ${paint(escapeText(words))}\n`);
+      above(line(`${timeOf(event.at)} ${words}`, paint));
       if (event.event === 'lost') explainLoss();
       refresh();
     },

@@ -54,6 +54,12 @@ export interface StoppedEvent {
   leaseId: string;
   at: string;
   reason: StopReason;
+  /**
+   * Added: with reason `for`, true when no renewal of the lease succeeded before --for ended
+   * (the watch exits 2); absent otherwise.
+   */
+  neverRenewed?: true;
+  /** Why it could not be watched (reason `error`), or was never renewed (`neverRenewed`). */
   error?: string;
 }
 

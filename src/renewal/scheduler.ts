@@ -30,7 +30,7 @@ import type { Clock } from '../clock.js';
 import { AuthError, BrokerError, QueenctlError } from '../exit.js';
 import { OutageBreaker } from '../renewal/breaker.js';
 import { type CannotKeepUp, capacityNeed, ConcurrencyController, type RequestOutcome } from './concurrency.js';
-import type { LostReason, StopReason, WatchEvent } from './events.js';
+import type { LostReason, StoppedEvent, StopReason, WatchEvent } from './events.js';
 import { MinHeap, type HeapItem } from './heap.js';
 
 export interface WatchTiming {
@@ -741,6 +741,10 @@ export class RenewalScheduler {
       if (lease.phase === 'ended') continue;
       this.finish(lease);
       if (reason === 'error') this.failed++;
+      if (reason === 'for' && !lease.renewedOnce) {
+        this.observer.event(this.neverRenewed(lease, at));
+        continue;
+      }
       this.observer.event(
         error === undefined
           ? { event: 'stopped', leaseId: lease.leaseId, at, reason }
@@ -748,6 +752,22 @@ export class RenewalScheduler {
       );
     }
     this.wake();
+  }
+
+  /**
+   * --for ended before any renewal of this lease succeeded: watching it failed, as a broker that
+   * stays down for the lease's whole time fails it (exit 2, docs/cli-contract.md#watch-exit-status),
+   * and its `stopped` event says so. 0 would call an unreachable broker a success.
+   */
+  private neverRenewed(lease: LeaseState, at: string): StoppedEvent {
+    const why =
+      lease.lastError?.message ??
+      (this.breaker.isOpen ? this.breaker.error : null) ??
+      'no answer to its first renewal had come';
+    const error = `not renewed once before --for ended: ${why}`;
+    this.failed++;
+    this.firstFailure ??= { leaseId: lease.leaseId, message: error, hint: lease.lastError?.hint };
+    return { event: 'stopped', leaseId: lease.leaseId, at, reason: 'for', neverRenewed: true, error };
   }
 
   private noteClock(renewal: Renewal): void {

@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import type { Simulator } from '../../tools/simulator/index.js';
+import { closedPort } from '../reliability/harness.js';
 import { runInProcess, startInProcess, type InProcessResult } from '../support/in-process.js';
 import { watchScenario, withSimulator, type WatchEventLine, type WatchScenario } from '../support/watch-scenario.js';
 
@@ -144,6 +145,72 @@ describe('lease watch: keeping a lease through faults', { concurrency: true }, (
       assert.equal(result.code, 3);
       assert.match(result.stderr, /read-write role/);
       assert.equal(sim.log.length, 1, 'a refusal is not retried');
+    }));
+});
+
+describe('lease watch --for when no renewal ever succeeded: exit 2, never 0 (issue 31)', { concurrency: true }, () => {
+  /** The last event, and that every lease's stopped event says it was never renewed. */
+  const neverRenewed = (run: Watching, result: InProcessResult, error: RegExp): void => {
+    assert.equal(result.code, 2, result.stderr);
+    const stopped = run.events().filter((event) => event.event === 'stopped');
+    assert.equal(stopped.length, 1, JSON.stringify(run.events()));
+    assert.equal(stopped[0]?.reason, 'for');
+    assert.equal(stopped[0]?.neverRenewed, true);
+    assert.match(String(stopped[0]?.error), /^not renewed once before --for ended: /);
+    assert.match(String(stopped[0]?.error), error);
+    assert.match(result.stderr, /^queenctl: lease \S+ could not be watched: not renewed once before --for ended/m);
+  };
+
+  it('an unreachable server', async () => {
+    const port = await closedPort();
+    const run = startInProcess(
+      ['lease', 'watch', 'abc', '--server', `http://127.0.0.1:${port}`, '--for', '2s', '-o', 'ndjson'],
+      {},
+    );
+    const watching = { ...watchScenario(run), kill: (signal: NodeJS.Signals) => run.kill(signal) };
+    neverRenewed(watching, await run.exited, /cannot reach the broker/);
+  });
+
+  it('a server answering 501 to everything', () =>
+    withSimulator(async (sim) => {
+      sim.inject({ kind: 'status', status: 501 });
+      const run = watch(sim, [sim.mint(LEASE), ...ROOM, '--for', '2s', '-o', 'ndjson']);
+      neverRenewed(run, await run.exited, /HTTP 501/);
+      assert.ok(sim.stats().extendRequests >= 1);
+    }));
+
+  it('a server answering 500 with a body outside the contract', () =>
+    withSimulator(async (sim) => {
+      sim.inject({ kind: 'body', status: 500, body: '<html>busy</html>' });
+      const run = watch(sim, [sim.mint(LEASE), ...ROOM, '--for', '2s', '-o', 'ndjson']);
+      neverRenewed(run, await run.exited, /HTTP 500/);
+    }));
+
+  it('-q: nothing on stdout, the reason on stderr, still 2', async () => {
+    const port = await closedPort();
+    const result = await runInProcess([
+      'lease',
+      'watch',
+      'abc',
+      '--server',
+      `http://127.0.0.1:${port}`,
+      '--for',
+      '1s',
+      '-q',
+    ]);
+    assert.equal(result.code, 2, result.stderr);
+    assert.equal(result.stdout, '');
+    assert.match(result.stderr, /could not be watched: not renewed once before --for ended: cannot reach the broker/);
+  });
+
+  it('a 200 outside the contract was already refused at once, before --for: 2', () =>
+    withSimulator(async (sim) => {
+      sim.inject({ kind: 'body', body: '{"ok":true}' });
+      const run = watch(sim, [sim.mint(LEASE), ...ROOM, '--for', '30s', '-o', 'ndjson']);
+      const result = await run.exited;
+      assert.equal(result.code, 2, result.stderr);
+      assert.equal(run.events().at(-1)?.reason, 'error');
+      assert.match(result.stderr, /outside the lease contract/);
     }));
 });
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { assertNoStackTrace, assertOneLineReason, closedPort, describeResult } from '../reliability/harness.js';
-import { runCli } from '../support/cli.js';
+import { BIN, cliCommandLine, needsNode, runCli, runShell } from '../support/cli.js';
 
 let sim: Simulator;
 let refusedUrl: string;
@@ -61,4 +61,50 @@ describe('exit statuses through the binary', { concurrency: true }, () => {
     assertNoStackTrace(result.stderr);
     assert.match(result.stderr, /^queenctl: lease gone was not renewed/);
   });
+});
+
+/**
+ * Bytes that are not UTF-8 on the command line: Node.js hands queenctl U+FFFD in their place, and
+ * the real argv is read again from /proc/self/cmdline (src/utf8.ts). What layout the process has
+ * (the bin under node, node flags before it, the standalone executable) must not matter.
+ */
+describe('an argument that is not UTF-8, through the process (issue 31)', { concurrency: true }, () => {
+  const q = (text: string): string => `'${text.replaceAll("'", "'\\''")}'`;
+  const layouts: Array<[string, string, false | string]> = [
+    ['the bin (or QUEENCTL_EXE)', cliCommandLine(), false],
+    [
+      'node with flags of its own before the bin',
+      `${q(process.execPath)} --no-warnings --stack-size=2000 ${q(BIN)}`,
+      needsNode('node flags in argv'),
+    ],
+  ];
+  for (const [name, queenctl, skip] of layouts) {
+    it(`${name}: exit 1 naming the byte offset, nothing sent`, { skip }, async () => {
+      // Sent first if the bad argument were let through: the simulator is shared with other tests.
+      const leaseId = sim.mint();
+      const result = await runShell(
+        `exec ${queenctl} lease extend ${leaseId} "$(printf 'ab\\377cd')" --server ${q(sim.url)} --token read-write`,
+        { exit: 1 },
+      );
+      assert.equal(result.stdout, '');
+      assertOneLineReason(result.stderr, /argument 4 "ab\\xffcd" is not valid UTF-8: byte 0xff at offset 2/);
+      assert.ok(!sim.log.some((entry) => entry.leaseId === leaseId), 'nothing was sent');
+    });
+
+    it(`${name}: a U+FFFD typed as such (EF BF BD) is sent as it is`, { skip }, async () => {
+      const leaseId = sim.mint();
+      const result = await runShell(
+        `exec ${queenctl} lease extend ${leaseId} "$(printf 'ab\\357\\277\\275cd')" --server ${q(sim.url)} ` +
+          '--token read-write -o ndjson',
+        { exit: 4 },
+      );
+      assert.deepEqual(
+        result.stdout
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line).leaseId),
+        [leaseId, 'ab\uFFFDcd'],
+      );
+    });
+  }
 });

@@ -384,19 +384,21 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 describe('lease ids', () => {
-  it('are accepted unless empty, blank, too long, not text, a dot segment, or with control characters', () => {
+  it('are trimmed, then accepted unless empty, too long, not text, a dot segment, with whitespace or controls', () => {
     fc.assert(
-      fc.property(leaseIdLike, (leaseId) => {
+      fc.property(leaseIdLike, (given) => {
+        const leaseId = given.trim();
         const acceptable =
-          leaseId.trim() !== '' &&
+          leaseId !== '' &&
           !CONTROL.test(leaseId) &&
+          !/\s/.test(leaseId) &&
           !LONE_SURROGATE.test(leaseId) &&
           leaseId.length <= MAX_LEASE_ID_LENGTH &&
           leaseId !== '.' &&
           leaseId !== '..';
-        const outcome = attempt(() => checkLeaseId(leaseId));
+        const outcome = attempt(() => checkLeaseId(given));
         if (acceptable) assert.equal(outcome, leaseId);
-        else assert.ok(outcome instanceof UsageError, `${JSON.stringify(leaseId.slice(0, 40))} was accepted`);
+        else assert.ok(outcome instanceof UsageError, `${JSON.stringify(given.slice(0, 40))} was accepted`);
       }),
       { numRuns: 3000 },
     );
@@ -444,7 +446,7 @@ describe('lease ids', () => {
             .filter((token) => token !== '');
           assert.deepEqual(
             ids,
-            args.flatMap((arg) => (arg === '-' ? fromStdin : [arg])),
+            args.flatMap((arg) => (arg === '-' ? fromStdin : [arg.trim()])),
           );
           for (const leaseId of ids) assert.equal(checkLeaseId(leaseId), leaseId);
           assert.ok(!(isTTY && args.includes('-')), 'a terminal is never read as a list of ids');

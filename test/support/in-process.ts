@@ -30,7 +30,7 @@ export interface InProcessOptions {
   /** Set on top of the clean environment (see cleanEnv); undefined removes a variable. */
   env?: Record<string, string | undefined>;
   /** Standard input, then its end (default ''); null leaves it open for write/endInput. */
-  stdin?: string | null;
+  stdin?: string | Uint8Array | null;
   stdinIsTTY?: boolean;
   stdoutIsTTY?: boolean;
   stderrIsTTY?: boolean;
@@ -103,13 +103,13 @@ class Input implements StdinLike {
   private ended = false;
   private wake: (() => void) | null = null;
   constructor(readonly isTTY: boolean) {}
-  write(text: string): void {
+  write(text: string | Uint8Array): void {
     if (this.ended) return;
     this.chunks.push(Buffer.from(text));
     this.poke();
   }
-  end(text = ''): void {
-    if (text) this.write(text);
+  end(text: string | Uint8Array = ''): void {
+    if (text.length > 0) this.write(text);
     this.ended = true;
     this.poke();
   }
@@ -132,7 +132,10 @@ class Input implements StdinLike {
   }
 }
 
-export function startInProcess(args: string[], options: InProcessOptions = {}): RunningInProcess {
+export function startInProcess(
+  args: readonly (string | Uint8Array)[],
+  options: InProcessOptions = {},
+): RunningInProcess {
   const waiters = new Set<() => void>();
   const poke = (): void => {
     for (const waiter of [...waiters]) waiter();
@@ -268,6 +271,9 @@ export function startInProcess(args: string[], options: InProcessOptions = {}): 
 }
 
 /** queenctl run to completion in this process. */
-export function runInProcess(args: string[], options: InProcessOptions = {}): Promise<InProcessResult> {
+export function runInProcess(
+  args: readonly (string | Uint8Array)[],
+  options: InProcessOptions = {},
+): Promise<InProcessResult> {
   return startInProcess(args, options).exited;
 }

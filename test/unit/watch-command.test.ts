@@ -127,6 +127,94 @@ describe('lease watch without a command: how it ends', () => {
     assert.ok(w.events().some((e) => e.event === 'retry'));
   });
 
+  // Issue 31: `watch --for 30s && next-step` must not call a dead broker a success.
+  const failures: Array<[string, () => Error]> = [
+    [
+      'unreachable',
+      () => new BrokerError('cannot reach the broker at http://broker.test: connection refused', true, 'is it up?'),
+    ],
+    [
+      'answering 501 to everything',
+      () => new BrokerError('the broker answered HTTP 501', false, 'is it a Queen broker?', 501),
+    ],
+    [
+      'answering 500 with a body outside the contract',
+      () => new BrokerError('the broker answered HTTP 500: <html>', false, undefined, 500),
+    ],
+  ];
+  for (const [name, failure] of failures) {
+    it(`--for ends before any renewal succeeded, broker ${name}: exit 2, and the stopped event says so`, async () => {
+      const w = start(['a'], { forMs: 2 * S }, (broker) => (broker.failure = failure()));
+      await w.advance(2 * S + 100);
+      assert.equal(w.status(), 2);
+      assert.ok(w.broker.requests > 1, 'retried meanwhile');
+      const stopped = w.events().at(-1);
+      assert.deepEqual(stopped, {
+        event: 'stopped',
+        leaseId: 'a',
+        at: '2026-12-02T10:00:02.000Z',
+        reason: 'for',
+        neverRenewed: true,
+        error: `not renewed once before --for ended: ${failure().message}`,
+      });
+      assert.match(w.io.stderr.text, /lease a could not be watched: not renewed once before --for ended: /);
+    });
+  }
+
+  it('--for with one lease renewed and one never: exit 2, and only the one never renewed is marked', async () => {
+    const w = start(['a', 'b'], { forMs: 2 * S }, (broker) => {
+      const extend = broker.client.extend;
+      broker.client.extend = (leaseId, seconds, options) =>
+        leaseId === 'b' ? Promise.reject(new BrokerError('connection reset', true)) : extend(leaseId, seconds, options);
+    });
+    await w.advance(2 * S + 100);
+    assert.equal(w.status(), 2);
+    const stopped = w.events().filter((e) => e.event === 'stopped');
+    assert.deepEqual(
+      stopped.map((e) => [e.leaseId, e.reason, e.neverRenewed ?? false]),
+      [
+        ['a', 'for', false],
+        ['b', 'for', true],
+      ],
+    );
+  });
+
+  it('--for while the first renewal is still unanswered: exit 2, no answer had come', async () => {
+    const w = start(['a'], { forMs: 2 * S }, (broker) => {
+      // Held until the watch gives up on it, as a broker whose database is down holds it.
+      broker.client.extend = (_leaseId, _seconds, options) =>
+        new Promise((_resolve, reject) =>
+          options?.signal?.addEventListener('abort', () => reject(new BrokerError('aborted', true)), { once: true }),
+        );
+    });
+    await w.advance(2 * S + 100);
+    assert.equal(w.status(), 2);
+    assert.equal(
+      w.events().at(-1)?.error,
+      'not renewed once before --for ended: no answer to its first renewal had come',
+    );
+  });
+
+  it('--for and a lost lease and one never renewed: 2 outranks 4', async () => {
+    const w = start(['a', 'unknown'], { forMs: 2 * S }, (broker) => {
+      const extend = broker.client.extend;
+      broker.client.extend = (leaseId, seconds, options) =>
+        leaseId === 'a' ? Promise.reject(new BrokerError('connection reset', true)) : extend(leaseId, seconds, options);
+    });
+    await w.advance(2 * S + 100);
+    assert.deepEqual(
+      w
+        .events()
+        .filter((e) => e.event === 'lost' || e.event === 'stopped')
+        .map((e) => [e.event, e.leaseId]),
+      [
+        ['lost', 'unknown'],
+        ['stopped', 'a'],
+      ],
+    );
+    assert.equal(w.status(), 2);
+  });
+
   it('a lease id twice is watched once', async () => {
     const w = start(['a', 'a'], { forMs: 1_500 });
     await w.advance(2 * S);

@@ -4,7 +4,7 @@
  * The broker has no route that lists leases; its consumer-group routes name each partition's
  * holder (docs/broker.md#consumer-groups), and `--expiry` asks each lease the way `inspect` does.
  */
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { checkLeaseId, leaseIdSource, parseDuration } from '../../args.js';
 import {
   QUEUE_MODE_GROUP,
@@ -16,6 +16,7 @@ import {
 import { withRetries, type RetryPolicy } from '../../broker/retry.js';
 import { AuthError, ExitCode, UsageError, signalExitCode } from '../../exit.js';
 import { parseMetricsAddress, type MetricsAddress } from '../../metrics/address.js';
+import { checkName } from '../../names.js';
 import { write } from '../../io.js';
 import { formatDuration } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
@@ -30,11 +31,21 @@ import type { Runtime } from '../runtime.js';
 import { INSPECT_SECONDS, inspectRecord } from './inspect.js';
 import { durationOption, exitCodesHelp, retriesOption } from './options.js';
 
-/** Repeatable flags: every value given, in order. */
-const collect = (value: string, previous: string[] = []): string[] => {
-  if (value.trim() === '') throw new InvalidArgumentError('a name cannot be empty');
-  return [...previous, value];
-};
+/**
+ * Repeatable flags: every value given, in order. They are checked in the action (checkNames), so
+ * a refused name is shown escaped on one line of queenctl's, never echoed raw by commander.
+ */
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/**
+ * The filters are names (names.ts), checked before anything is sent: a group goes into the URL
+ * path of GET /api/v1/consumer-groups/<group>; queues and partitions are matched here only.
+ */
+function checkNames(options: ListFlags): void {
+  for (const group of options.group ?? []) checkName(group, 'group', '--group', true);
+  for (const queue of options.queue ?? []) checkName(queue, 'queue', '--queue', false);
+  for (const partition of options.partition ?? []) checkName(partition, 'partition', '--partition', false);
+}
 
 export function listCommand(globals: GlobalContext): Command {
   return new Command('list')
@@ -101,6 +112,7 @@ Examples:
   queenctl lease list --watch --interval 10s -o ndjson | jq -c 'select(.event == "removed")'`,
     )
     .action(async (options: ListFlags, command: Command) => {
+      checkNames(options);
       checkWatchFlags(options);
       const expiry = Boolean(options.expiry) || options.expiringWithin !== undefined;
       await globals.run(
