@@ -323,7 +323,11 @@ export class Queues {
       batchRow.acks++;
       return { dlq: false, leaseReleased: batchRow.acks >= batchRow.size && this.releaseRow(batchRow, now) };
     }
-    if (status === 'retry') return { dlq: false, leaseReleased: batchRow !== null && this.releaseRow(batchRow, now) };
+    if (status === 'retry') {
+      // Recorded: every retry of the batch answers leaseReleased, the first having released it.
+      if (batchRow !== null) this.releaseRow(batchRow, now);
+      return { dlq: false, leaseReleased: batchRow !== null };
+    }
     // failed, dlq: counted per partition against the retry limit.
     if (cursor.failures >= partition.queue.retryLimit) {
       this.deadLetter(partition, cursor, message, ack, now);
