@@ -134,7 +134,10 @@ describe('simulator pop: the recorded answers', () => {
     assert.equal(sim.lease(leaseId)?.rows[0]?.group, 'billing');
     const renewed = await post(`/api/v1/lease/${leaseId}/extend`, { seconds: 120 });
     assert.equal(JSON.parse(renewed.text).renewed, 1);
-    const groups = await (await fetch(`${sim.url}/api/v1/consumer-groups/billing`)).json();
+    const groups = (await (await fetch(`${sim.url}/api/v1/consumer-groups/billing`)).json()) as Record<
+      string,
+      { partitions: Array<{ workerId: string }> }
+    >;
     assert.equal(groups[queue].partitions[0].workerId, leaseId);
   });
 
