@@ -138,7 +138,7 @@ describe('simulator pop: the recorded answers', () => {
       string,
       { partitions: Array<{ workerId: string }> }
     >;
-    assert.equal(groups[queue].partitions[0].workerId, leaseId);
+    assert.equal(groups[queue]?.partitions[0]?.workerId, leaseId);
   });
 
   it('autoAck delivers with an empty lease id and consumes at once (p17)', async () => {
