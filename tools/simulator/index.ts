@@ -44,6 +44,6 @@ export {
   type SimulatorOptions,
   type SimulatorStats,
 } from './server.js';
-export { mintTourScene, type TourScene } from './scene.js';
+export { mintTourScene, TOUR_QUEUE, type TourScene } from './scene.js';
 export { isoMicros, isoMillis } from './wire.js';
 export { startTcpFront, type TcpFront } from './tcp-front.js';
