@@ -106,7 +106,7 @@ export function acquireCommand(globals: GlobalContext): Command {
     .addHelpText(
       'after',
       `
-How it works: one GET /api/v1/pop/queue/<queue> (…/partition/<name> with --partition), never
+How it works: one GET /api/v1/pop/queue/<queue> (.../partition/<name> with --partition), never
 with autoAck. A pop's lease lasts the queue's lease time; right after it, acquire renews the
 lease once, to --seconds when given, else for one second, which by the later-of rule leaves it
 as it was. That renewal reports the expiry (expiresAt, LEFT), which the pop does not.
