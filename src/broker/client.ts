@@ -18,7 +18,17 @@ import {
   type GroupQueue,
   type PartitionHolder,
 } from './consumer-groups.js';
+import {
+  ACK_BATCH_PATH,
+  ackBatchBody,
+  AckOutcomeUnknown,
+  parseAckAnswer,
+  type AckResult,
+  type AckStatus,
+} from './ack.js';
+import type { BatchRecord } from './batch.js';
 import { excerpt, parseRenewal, type RawAnswer, type Renewal } from './contract.js';
+import { parsePop, popOutcomeUnknown, popPath, type PopOutcome, type PopRequest } from './pop.js';
 import { Deadlines, type Deadline } from './deadlines.js';
 import { HEALTH_PATH, parseHealth, type Health } from './health.js';
 import { TransportFailure, type Cancellation, type Transport } from './transport.js';
@@ -70,6 +80,14 @@ interface Call<T> {
   judge: (answer: RawAnswer, server: string) => T;
   /** A cap on the answer's size other than the transport's. */
   maxBodyBytes?: number;
+  /**
+   * A request that must not be repeated (an ack, a pop): sent once, to one replica. A failure
+   * after it may have been written (no answer in time, a reset, an answer outside the
+   * contract, a 5xx) becomes this error, never a failover or a retry; only a request that
+   * never reached a broker (refused, host not found, TLS) goes on to the next replica and
+   * stays transient, for the caller's retries (docs/broker.md#ack).
+   */
+  once?: (cause: string) => QueenctlError;
 }
 
 /** One try of a request on one replica. */
@@ -141,6 +159,51 @@ export class BrokerClient {
         doing: 'renew',
         answer: 'a lease renewal',
         judge: (answer, server) => parseRenewal(leaseId, answer, server),
+      },
+      options,
+    );
+  }
+
+  /**
+   * One pop (pop.ts): never autoAck, sent once (a pop that may have been read may have taken a
+   * lease, and a second would take another). A long poll's deadline is the wait plus --timeout.
+   */
+  async pop(request: PopRequest, options: RequestOptions = {}): Promise<PopOutcome> {
+    const timeoutMs = (options.timeoutMs ?? this.options.timeoutMs) + (request.waitMs ?? 0);
+    return this.request(
+      {
+        method: 'GET',
+        path: popPath(request),
+        doing: 'pop',
+        answer: 'a pop',
+        judge: (answer, server) => parsePop(request, answer, server),
+        maxBodyBytes: LISTING_MAX_BYTES,
+        once: (cause) => popOutcomeUnknown(request.queue, cause),
+      },
+      { ...options, timeoutMs },
+    );
+  }
+
+  /**
+   * POST /api/v1/ack/batch (ack.ts): every message of the batch with its lease id, the group at
+   * the top level; sent once. Never an empty batch: the broker never answers one.
+   */
+  async ackBatch(
+    record: BatchRecord,
+    status: AckStatus,
+    error: string | null,
+    options: RequestOptions = {},
+  ): Promise<AckResult[]> {
+    return this.request(
+      {
+        method: 'POST',
+        path: ACK_BATCH_PATH,
+        body: ackBatchBody(record, status, error),
+        doing: 'ack',
+        answer: 'an ack',
+        judge: (answer, server) => parseAckAnswer(record, answer, server),
+        maxBodyBytes: LISTING_MAX_BYTES,
+        once: (cause) => new AckOutcomeUnknown(record.leaseId, cause),
       },
       options,
     );
@@ -280,14 +343,20 @@ export class BrokerClient {
       answer = await this.send(call, attempt);
     } catch (error) {
       if (attempt.outer?.aborted) throw attempt.outer.reason;
-      return failure(error, call, attempt);
+      const failed = failure(error, call, attempt);
+      if (call.once && !neverSent(error) && !failed.ok) {
+        return { ok: false, error: call.once(failed.error.message), failover: false };
+      }
+      return failed;
     }
     try {
       return { ok: true, value: call.judge(answer, attempt.replica.url) };
     } catch (error) {
       if (!(error instanceof QueenctlError)) throw error;
-      // A 5xx is this replica's trouble: another may answer.
-      if (error instanceof BrokerError && (error.status ?? 0) >= 500) return { ok: false, error, failover: true };
+      // A 5xx is this replica's trouble: another may answer (not for a request sent once).
+      if (!call.once && error instanceof BrokerError && (error.status ?? 0) >= 500) {
+        return { ok: false, error, failover: true };
+      }
       return { ok: false, error, failover: false };
     }
   }
@@ -357,6 +426,18 @@ export class BrokerClient {
     const body = this.scrub(answer.body);
     return body === answer.body ? answer : { ...answer, body };
   }
+}
+
+/**
+ * The failures that prove a request never reached a broker: no connection was made, so nothing
+ * was written. Anything else (a timeout, a reset, an answer cut short) may come after the
+ * broker read the request.
+ */
+function neverSent(error: unknown): boolean {
+  if (!(error instanceof TransportFailure)) return false;
+  return (
+    error.kind === 'refused' || error.kind === 'host-not-found' || error.kind === 'bad-address' || error.kind === 'tls'
+  );
 }
 
 /** One replica used up its share of the deadline (not the request's own deadline). */

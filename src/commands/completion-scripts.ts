@@ -73,6 +73,8 @@ function argumentKind(path: string, command: Command): ValueKind | null {
   // The config verbs name their context `<name>`.
   if (path.startsWith('config ') && first.name() === 'name') return 'context';
   if (LEASE_ID_VERBS.includes(path)) return 'lease';
+  // A batch record, the file lease acquire -o json wrote.
+  if (path === 'lease ack') return 'file';
   return null;
 }
 

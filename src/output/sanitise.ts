@@ -40,6 +40,12 @@ export function escapeText(text: string): string {
   return UNSAFE_TEST.test(text) ? text.replace(UNSAFE, escapeOne) : text;
 }
 
+/** At most `max` characters of `text` (escaped first), an ellipsis where it was cut. */
+export function shortened(text: string, max: number): string {
+  const shown = escapeText(text);
+  return shown.length <= max ? shown : `${shown.slice(0, Math.max(0, max - 1))}…`;
+}
+
 /** Whether `text` holds a character `escapeText` would replace. */
 export function hasUnsafeText(text: string): boolean {
   return UNSAFE_TEST.test(text);

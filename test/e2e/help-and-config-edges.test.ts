@@ -98,7 +98,10 @@ describe('queenctl help <group> <verb>', { concurrency: true }, () => {
 
     const verb = await cli(['help', 'lease', 'extnd']);
     assert.equal(verb.code, 1);
-    assert.match(verb.stderr, /unknown command "extnd" for "queenctl lease"\n {2}.*: extend, inspect, list, watch\n/);
+    assert.match(
+      verb.stderr,
+      /unknown command "extnd" for "queenctl lease"\n {2}.*: extend, inspect, list, watch, acquire, ack\n/,
+    );
   });
 
   it("every command's --help carries examples", async () => {

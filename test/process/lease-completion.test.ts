@@ -12,6 +12,12 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { cliCommandLine, runProcess } from '../support/cli.js';
 
+/**
+ * Leases outlive the file: the shells' listings are compared with bash's, taken seconds later on a
+ * busy machine, and a lease that expired in between would make them differ.
+ */
+const HOUR = 3600;
+
 let simulator: Simulator | undefined;
 const sim = (): Simulator => {
   assert.ok(simulator, 'the simulator starts in before()');
@@ -77,7 +83,10 @@ const installed = (shell: string): boolean => {
 
 describe('completion of lease ids', () => {
   it('bash offers the lease ids held now, for extend, inspect and watch; not an expired one', async () => {
-    const held = [sim().mint({ group: 'billing' }), sim().mint({ queue: 'invoices' })].sort();
+    const held = [
+      sim().mint({ group: 'billing', seconds: HOUR }),
+      sim().mint({ queue: 'invoices', seconds: HOUR }),
+    ].sort();
     sim().expire(sim().mint({ queue: 'stale' }));
     const prefix = (held[0] as string).slice(0, 30);
     // Each verb asks the broker (a queenctl run per line); extend with the start of an id.
@@ -97,14 +106,14 @@ describe('completion of lease ids', () => {
   it('bash: an unreachable broker (--context on the line) offers nothing, and says nothing', async () => {
     // prod holds a lease: the line without the flag offers it (the test above), so offering
     // nothing here is the flag deciding which broker is asked.
-    sim().mint();
+    sim().mint({ seconds: HOUR });
     const { offered, stderr } = await bash(['queenctl --context down lease extend ']);
     assert.deepEqual(offered, [[]]);
     assert.equal(stderr, '');
   });
 
   it('zsh offers the same ids', { skip: installed('zsh') ? false : 'zsh is not installed here' }, async () => {
-    const leaseId = sim().mint();
+    const leaseId = sim().mint({ seconds: HOUR });
     const program = `autoload -U compinit && compinit -u
 source <(queenctl completion zsh)
 compadd() { [[ $1 == -a ]] && print -l -- \${(P)2} }
@@ -117,7 +126,7 @@ words=(queenctl lease inspect ''); CURRENT=4; _queenctl`;
   });
 
   it('fish offers the same ids', { skip: installed('fish') ? false : 'fish is not installed here' }, async () => {
-    const leaseId = sim().mint();
+    const leaseId = sim().mint({ seconds: HOUR });
     const result = await runProcess(
       'fish',
       ['-c', 'queenctl completion fish | source; complete -C "queenctl lease watch "'],

@@ -423,6 +423,7 @@ queenctl() {
   for __a in "$@"; do
     [[ $__a == -- ]] && __child=1
     [[ $__a == - && -z $__child ]] && __stdin=1
+    [[ -z $__child && $__a != -* && $__a != /* && -f $__a ]] && __a=$PWD/$__a
     __qesc "$__a"; __m+="A $__q"$'\n'
   done
   compgen -e > "$__QUEENCTL_TMP/$BASHPID"; mapfile -t __names < "$__QUEENCTL_TMP/$BASHPID"

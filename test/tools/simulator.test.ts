@@ -644,7 +644,14 @@ describe('log and stats', () => {
       await extend(sim, lapsing, '{}');
       await extend(sim, lapsing, '{}');
       // The renewed rows had their full 30 s left: the least margin seen at a renewal.
-      assert.deepEqual(sim.stats(), { extendRequests: 3, renewedRows: 2, lapses: 1, minMarginMs: 30 * S });
+      assert.deepEqual(sim.stats(), {
+        extendRequests: 3,
+        popRequests: 0,
+        ackRequests: 0,
+        renewedRows: 2,
+        lapses: 1,
+        minMarginMs: 30 * S,
+      });
       own.advance(30 * S);
       assert.equal(sim.stats().lapses, 2, 'the renewed lease ran out too');
       assert.equal(sim.stats().lapses, 2, 'counted once');

@@ -120,13 +120,16 @@ export class ConsumerGroups {
 
   /** An ack of `lease`: every slot it still holds loses its holder and counts one consumption. */
   release(lease: StoredLease, now: number): void {
-    for (const row of lease.rows) {
-      const slot = this.groups.get(row.group)?.get(row.queue)?.partitions.get(row.partition);
-      if (slot?.holder?.lease !== lease) continue;
-      slot.holder = null;
-      slot.lastConsumedAt = now;
-      slot.totalConsumed++;
-    }
+    for (const row of lease.rows) this.releaseRow(lease, row, now);
+  }
+
+  /** One row of `lease` released (queues.ts): its slot loses its holder and counts one consumption. */
+  releaseRow(lease: StoredLease, row: LeaseRow, now: number): void {
+    const slot = this.groups.get(row.group)?.get(row.queue)?.partitions.get(row.partition);
+    if (slot?.holder?.lease !== lease) return;
+    slot.holder = null;
+    slot.lastConsumedAt = now;
+    slot.totalConsumed++;
   }
 
   /** `GET /api/v1/consumer-groups`: one entry per (group, queue) with a slot `scope` may see. */

@@ -18,12 +18,19 @@
  *   GET    /_sim/log                 the request log → 200
  *   DELETE /_sim/log                 reset the log → 204
  *   GET    /_sim/stats               the stats → 200
+ *   POST   /_sim/queues              create a queue (a QueueSpec: name, partitions, leaseTime,
+ *                                    retryLimit), or change one → 201 and the queue
+ *   GET    /_sim/queues/:name        the queue: pending per group, failures, dead letters → 200,
+ *                                    or 404
+ *   POST   /_sim/queues/:name/messages  push `{"messages": [payload, ...], "partition"?: name}`
+ *                                    → 201 and their transaction ids; 404 for no such queue
  *
  * Bad input answers 400 (409 for a lease id in use) with `{"error": "..."}`.
  */
 import { type HeldCount, parseFault, type WireFault } from './faults.js';
 import { fail, SimulatorInputError } from './input.js';
 import type { LeaseSpec, LeaseView } from './leases.js';
+import type { QueueSpec, QueueView } from './queues.js';
 import type { LogEntry } from './request-log.js';
 import type { Simulator, SimulatorConfig, SimulatorStats } from './server.js';
 import { emptyReply, isoMicros, isRecord, jsonReply, type Reply, tryParseJson } from './wire.js';
@@ -85,6 +92,21 @@ function route(sim: Simulator, method: string, parts: string[], body: string): R
       return emptyReply(204);
     case 'GET stats':
       return jsonReply(200, sim.stats());
+    case 'POST queues':
+      return jsonReply(201, sim.createQueue(input() as QueueSpec));
+    case 'GET queues/:id': {
+      const queue = sim.queue(id);
+      return queue ? jsonReply(200, queue) : jsonReply(404, { error: 'no such queue' });
+    }
+    case 'POST queues/:id/messages': {
+      const push = input();
+      if (!isRecord(push)) fail('a push must be an object with messages');
+      const partition = push.partition;
+      if (partition !== undefined && (typeof partition !== 'string' || partition === '')) {
+        fail('partition must be a non-empty string');
+      }
+      return jsonReply(201, sim.push(id, push.messages as unknown[], partition));
+    }
     default:
       return jsonReply(404, { error: 'Not found' });
   }
@@ -199,6 +221,24 @@ export class SimulatorControl {
 
   async stats(): Promise<SimulatorStats> {
     return (await this.call('GET', '/_sim/stats')) as SimulatorStats;
+  }
+
+  /** Creates a queue (partitions, lease time, retry limit), or changes an existing one. */
+  async createQueue(spec: QueueSpec): Promise<QueueView> {
+    return (await this.call('POST', '/_sim/queues', spec)) as QueueView;
+  }
+
+  /** Pushes messages (their payloads); resolves to their transaction ids. */
+  async push(queue: string, messages: unknown[], partition?: string): Promise<string[]> {
+    const body = partition === undefined ? { messages } : { messages, partition };
+    return (await this.call('POST', `/_sim/queues/${encodeURIComponent(queue)}/messages`, body)) as string[];
+  }
+
+  /** The queue's state, or undefined when there is no such queue. */
+  async queue(name: string): Promise<QueueView | undefined> {
+    return (await this.call('GET', `/_sim/queues/${encodeURIComponent(name)}`, undefined, [404])) as
+      | QueueView
+      | undefined;
   }
 
   private leasePath(leaseId: string): string {

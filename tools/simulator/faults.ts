@@ -30,11 +30,18 @@ export type FaultAction =
  * for that decoded id (a consumer-group request names no lease: such a fault never matches it).
  * `status` without a body answers `{"error":"<reason phrase>"}`. `reset-mid-body` runs the renewal
  * first (the broker committed, the answer was lost) and sends its status and half its body.
+ * `route` restricts a fault to one route (`extend`, `pop`, `ack`, `consumer-groups`, `health`); on
+ * the ack routes `leaseId` is the lease id of the body's first acknowledgement.
  * `hang` holds a request until `clearFaults()` (then answers it) or the client goes away;
  * `until-abandoned` holds it, answering nothing ever, until the client goes away (a deadline, a
  * stop): a broker slower than any --timeout, with no timer of its own to race the client's.
  */
-export type Fault = { times?: number; leaseId?: string } & FaultAction;
+export type Fault = { times?: number; leaseId?: string; route?: FaultRoute } & FaultAction;
+
+/** The routes a fault may be restricted to. */
+export const FAULT_ROUTES = ['extend', 'pop', 'ack', 'consumer-groups', 'health'] as const;
+export type FaultRoute = (typeof FAULT_ROUTES)[number];
+const isFaultRoute = (v: unknown): v is FaultRoute => (FAULT_ROUTES as readonly unknown[]).includes(v);
 
 /** A fault that survives JSON: what the control interface accepts. */
 export type WireFault = Fault extends infer F
@@ -56,7 +63,12 @@ export function parseFault(value: unknown, allowFunctionBody = false): Fault {
   if (!isRecord(value)) fail('fault must be an object');
   const times = optional(value, 'times', isPositiveInt, 'a positive integer');
   const leaseId = optional(value, 'leaseId', isString, 'a string');
-  const common = { ...(times !== undefined && { times }), ...(leaseId !== undefined && { leaseId }) };
+  const route = optional(value, 'route', isFaultRoute, FAULT_ROUTES.join(', '));
+  const common = {
+    ...(times !== undefined && { times }),
+    ...(leaseId !== undefined && { leaseId }),
+    ...(route !== undefined && { route }),
+  };
   switch (value.kind) {
     case 'latency': {
       const ms = value.ms;
@@ -140,8 +152,10 @@ export class Faults {
   }
 
   /** The first fault that matches, in injection order; `times` counts down to removal. */
-  take(leaseId: string | null): Fault | undefined {
-    const i = this.faults.findIndex((f) => f.leaseId === undefined || f.leaseId === leaseId);
+  take(leaseId: string | null, route: FaultRoute | null = null): Fault | undefined {
+    const i = this.faults.findIndex(
+      (f) => (f.leaseId === undefined || f.leaseId === leaseId) && (f.route === undefined || f.route === route),
+    );
     const fault = this.faults[i];
     if (fault === undefined) return undefined;
     if (fault.times !== undefined) {

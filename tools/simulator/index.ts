@@ -8,6 +8,8 @@
  *   auth.ts             bearer tokens, roles and tenants
  *   leases.ts           the lease store: leases as (queue, partition, group) rows with expiries
  *   consumer-groups.ts  each (group, queue, partition)'s holder, and the routes that list them
+ *   queues.ts           queues, partitions and messages: what a pop hands out and an ack does
+ *   pop-ack-route.ts    the pop and ack routes: the long poll, the empty batch never answered
  *   health.ts           GET /health: healthy, or 503 unhealthy with the database disconnected
  *   faults.ts           injected faults (latency, drops, resets, statuses, bodies, hangs, holds)
  *   control.ts          the `/_sim/` control interface and its client, `SimulatorControl`
@@ -22,7 +24,16 @@ export type { WireGroup, WireGroupSummary, WirePartition } from './consumer-grou
 export { SimulatorControl, SimulatorControlError, type ControlConfig } from './control.js';
 export { arraySeconds, documentedSeconds, type Shape } from './extend-route.js';
 export { BROKER_VERSION, type DatabaseState } from './health.js';
-export { parseFault, type Fault, type FaultAction, type HeldCount, type WireFault } from './faults.js';
+export {
+  FAULT_ROUTES,
+  parseFault,
+  type Fault,
+  type FaultAction,
+  type FaultRoute,
+  type HeldCount,
+  type WireFault,
+} from './faults.js';
+export type { DeadLetter, QueueSpec, QueueView } from './queues.js';
 export { SimulatorInputError } from './input.js';
 export type { LeaseRow, LeaseSpec, LeaseView, PartitionSpec } from './leases.js';
 export type { LogEntry } from './request-log.js';
@@ -33,6 +44,6 @@ export {
   type SimulatorOptions,
   type SimulatorStats,
 } from './server.js';
-export { mintTourScene, type TourScene } from './scene.js';
+export { mintTourScene, TOUR_QUEUE, type TourScene } from './scene.js';
 export { isoMicros, isoMillis } from './wire.js';
 export { startTcpFront, type TcpFront } from './tcp-front.js';

@@ -142,6 +142,21 @@ export class LeaseStore {
     return this.leases.delete(leaseId);
   }
 
+  /**
+   * An ack that released one partition of a lease (queues.ts: as many acks as that partition's
+   * messages, or a `retry`): the row is gone, its partition free and listed without a holder.
+   * True when the lease held no other row and is gone too.
+   */
+  releaseRow(lease: StoredLease, row: LeaseRow, now: number): boolean {
+    const i = lease.rows.indexOf(row);
+    if (i === -1) return !this.leases.has(lease.leaseId);
+    this.groups.releaseRow(lease, row, now);
+    lease.rows.splice(i, 1);
+    if (lease.rows.length > 0) return false;
+    this.leases.delete(lease.leaseId);
+    return true;
+  }
+
   /** Moves every row's expiry to before `now`. False when no such lease. */
   expire(leaseId: string, now: number): boolean {
     const lease = this.leases.get(leaseId);
@@ -310,7 +325,7 @@ function randomHex(bytes: number): string {
   return randomPool.toString('hex', randomAt - bytes, randomAt);
 }
 
-function uuidV7Like(ms: number): string {
+export function uuidV7Like(ms: number): string {
   const time = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0').slice(-12);
   const rand = randomHex(10);
   const variant = ((parseInt(rand.slice(3, 4), 16) & 0x3) | 0x8).toString(16);

@@ -6,6 +6,8 @@ import { authorize, READING_ROLES, RENEWING_ROLES, type Tokens } from './auth.js
 import type { ConsumerGroups } from './consumer-groups.js';
 import type { ExtendRoute, Shape } from './extend-route.js';
 import { type DatabaseState, healthReply } from './health.js';
+import type { PopAckRoute } from './pop-ack-route.js';
+import { parsePopQuery, type PopRequest } from './queues.js';
 import { jsonReply, jsonTextReply, type Reply } from './wire.js';
 
 /** uWebSockets' own 404, recorded for a GET on the extend route and on a per-queue group path. */
@@ -16,6 +18,8 @@ export type BrokerRoute =
   | { kind: 'extend-other-method'; leaseId: string }
   | { kind: 'consumer-groups' }
   | { kind: 'consumer-group'; group: string }
+  | { kind: 'pop'; request: PopRequest & { waitMs: number | null } }
+  | { kind: 'ack'; batch: boolean }
   | { kind: 'html-not-found' }
   | { kind: 'health' }
   | { kind: 'not-found' };
@@ -26,6 +30,7 @@ export interface BrokerState {
   readonly tokens: Tokens;
   readonly extend: ExtendRoute;
   readonly consumerGroups: ConsumerGroups;
+  readonly popAck: PopAckRoute;
   /** What GET /health reports (health.ts). */
   readonly database: DatabaseState;
   brokerNow(): number;
@@ -36,9 +41,24 @@ export interface BrokerState {
  * method there, and any path below `/api/v1/consumer-groups/:group` (recorded: `…/queues/:queue`),
  * meets the server's HTML 404.
  */
-export function matchBrokerRoute(method: string, segments: readonly string[]): BrokerRoute {
+export function matchBrokerRoute(
+  method: string,
+  segments: readonly string[],
+  query: URLSearchParams = new URLSearchParams(),
+): BrokerRoute {
   const [root, api, version, resource, name, action] = segments;
   const isApi = root === '' && api === 'api' && version === 'v1';
+  // GET /api/v1/pop/queue/:queue[/partition/:partition]; POST /api/v1/ack[/batch].
+  if (isApi && resource === 'pop' && name === 'queue' && action !== undefined && action !== '') {
+    const partition = segments.length === 8 && segments[6] === 'partition' ? segments[7] : undefined;
+    const shaped = segments.length === 6 || (partition !== undefined && partition !== '');
+    if (method !== 'GET' || !shaped) return { kind: 'html-not-found' };
+    return { kind: 'pop', request: parsePopQuery(action, partition, query) };
+  }
+  if (isApi && resource === 'ack' && method === 'POST') {
+    if (segments.length === 4) return { kind: 'ack', batch: false };
+    if (segments.length === 5 && name === 'batch') return { kind: 'ack', batch: true };
+  }
   const isExtend =
     isApi && segments.length === 6 && resource === 'lease' && action === 'extend' && name !== undefined && name !== '';
   if (isExtend) return { kind: method === 'POST' ? 'extend' : 'extend-other-method', leaseId: name };
@@ -58,6 +78,8 @@ export function answerBroker(
   state: BrokerState,
   authorization: string | undefined,
   body: string,
+  /** Aborted when the client goes away: what ends a long poll or a batch that is never answered. */
+  gone: AbortSignal = new AbortController().signal,
 ): Reply | Promise<Reply | null> {
   switch (route.kind) {
     case 'health':
@@ -73,6 +95,16 @@ export function answerBroker(
       const auth = authorize(state.tokens, authorization, RENEWING_ROLES);
       if ('reply' in auth) return auth.reply;
       return state.extend.answer(state.shape, route.leaseId, auth.scope, body);
+    }
+    case 'pop': {
+      const auth = authorize(state.tokens, authorization, RENEWING_ROLES);
+      if ('reply' in auth) return auth.reply;
+      return state.popAck.pop(route.request, auth.scope, gone);
+    }
+    case 'ack': {
+      const auth = authorize(state.tokens, authorization, RENEWING_ROLES);
+      if ('reply' in auth) return auth.reply;
+      return state.popAck.ack(body, route.batch, gone);
     }
     case 'consumer-groups': {
       const auth = authorize(state.tokens, authorization, READING_ROLES);

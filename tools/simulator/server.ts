@@ -15,13 +15,15 @@ import type { Socket } from 'node:net';
 import { parseTokens, type TokenGrant, type Tokens } from './auth.js';
 import { answerControl } from './control.js';
 import { ExtendRoute, parseShape, type Shape } from './extend-route.js';
-import { type Fault, Faults, type HeldCount } from './faults.js';
+import { type Fault, type FaultRoute, Faults, type HeldCount } from './faults.js';
 import { fail, isFiniteNumber, SimulatorInputError } from './input.js';
 import { type LeaseSpec, LeaseStore, type LeaseView } from './leases.js';
 import { type LogEntry, RequestLog } from './request-log.js';
 import { type DatabaseState, parseDatabaseState } from './health.js';
-import { answerBroker, type BrokerState, matchBrokerRoute } from './routes.js';
-import { jsonReply, pathSegments, type Reply, readBody, send, sendHalf } from './wire.js';
+import { PopAckRoute } from './pop-ack-route.js';
+import type { QueueSpec, QueueView } from './queues.js';
+import { answerBroker, type BrokerRoute, type BrokerState, matchBrokerRoute } from './routes.js';
+import { isRecord, jsonReply, pathSegments, type Reply, readBody, send, sendHalf, tryParseJson } from './wire.js';
 
 export interface SimulatorOptions {
   host?: string;
@@ -53,6 +55,9 @@ export interface SimulatorConfig {
 
 export interface SimulatorStats {
   extendRequests: number;
+  /** Requests of the pop routes and of the ack routes (single and batch), answered or not. */
+  popRequests: number;
+  ackRequests: number;
   renewedRows: number;
   lapses: number;
   /** The least time any row had left at the moment it was renewed (ms), null before any renewal. */
@@ -76,6 +81,15 @@ export interface Simulator {
   /** Sets every row's expiry to the past. False when no such lease. */
   expire(leaseId: string): boolean;
   lease(leaseId: string): LeaseView | undefined;
+  /**
+   * Creates a queue with its partitions, lease time and retry limit, or changes an existing one's
+   * settings and adds partitions (queues.ts).
+   */
+  createQueue(spec: QueueSpec): QueueView;
+  /** Appends messages (their `data`) to a partition (default: the queue's first); their transaction ids. */
+  push(queue: string, messages: unknown[], partition?: string): string[];
+  /** A queue: pending messages per group and partition, failures counted, dead letters. */
+  queue(name: string): QueueView | undefined;
   brokerNow(): number;
   setClockOffset(ms: number): void;
   setShape(shape: Shape): void;
@@ -116,9 +130,12 @@ class BrokerSimulator implements Simulator, BrokerState {
   private readonly store = new LeaseStore();
   readonly extend = new ExtendRoute(this.store, () => this.brokerNow());
   readonly consumerGroups = this.store.groups;
+  readonly popAck = new PopAckRoute(this.store, () => this.brokerNow());
   private readonly faults = new Faults();
   private readonly requests: RequestLog;
   private extendRequests = 0;
+  private popRequests = 0;
+  private ackRequests = 0;
   private closed: Promise<void> | undefined;
   private clockOffsetMs: number;
   private readonly now: () => number;
@@ -192,6 +209,18 @@ class BrokerSimulator implements Simulator, BrokerState {
     return this.store.view(leaseId);
   }
 
+  createQueue(spec: QueueSpec): QueueView {
+    return this.popAck.queues.createQueue(spec);
+  }
+
+  push(queue: string, messages: unknown[], partition?: string): string[] {
+    return this.popAck.queues.push(queue, messages, partition, this.brokerNow());
+  }
+
+  queue(name: string): QueueView | undefined {
+    return this.popAck.queues.view(name);
+  }
+
   setClockOffset(ms: number): void {
     this.clockOffsetMs = parseClockOffset(ms);
   }
@@ -239,7 +268,14 @@ class BrokerSimulator implements Simulator, BrokerState {
   stats(): SimulatorStats {
     this.store.noteLapses(this.brokerNow());
     const { renewedRows, lapses, minMarginMs } = this.store.counters;
-    return { extendRequests: this.extendRequests, renewedRows, lapses, minMarginMs };
+    return {
+      extendRequests: this.extendRequests,
+      popRequests: this.popRequests,
+      ackRequests: this.ackRequests,
+      renewedRows,
+      lapses,
+      minMarginMs,
+    };
   }
 
   close(): Promise<void> {
@@ -250,6 +286,7 @@ class BrokerSimulator implements Simulator, BrokerState {
   private async shutdown(): Promise<void> {
     this.faults.close();
     this.extend.close();
+    this.popAck.close();
     const stopped = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const socket of this.sockets) socket.destroy();
     await stopped;
@@ -276,20 +313,30 @@ class BrokerSimulator implements Simulator, BrokerState {
     segments: string[],
     body: string,
   ): Promise<void> {
-    const route = matchBrokerRoute(req.method ?? 'GET', segments);
-    const leaseId = route.kind === 'extend' || route.kind === 'extend-other-method' ? route.leaseId : null;
+    const query = new URLSearchParams(target.includes('?') ? target.slice(target.indexOf('?') + 1) : '');
+    const route = matchBrokerRoute(req.method ?? 'GET', segments, query);
+    const leaseId =
+      route.kind === 'extend' || route.kind === 'extend-other-method'
+        ? route.leaseId
+        : route.kind === 'ack'
+          ? ackLeaseId(body)
+          : null;
     const entry = this.requests.record(req, this.brokerNow(), target, leaseId, body);
     if (route.kind === 'extend') this.extendRequests++;
+    if (route.kind === 'pop') this.popRequests++;
+    if (route.kind === 'ack') this.ackRequests++;
 
-    const fault = this.faults.take(leaseId);
+    const fault = this.faults.take(leaseId, faultRoute(route));
     const outcome = await this.faults.apply(fault, res, leaseId);
     if (outcome === 'done') return;
     if (outcome !== 'continue') {
       this.reply(res, entry, outcome.reply);
       return;
     }
-    const reply = await answerBroker(route, this, req.headers.authorization, body);
-    if (reply === null) return; // closed while a batch was pending
+    const gone = new AbortController();
+    res.once('close', () => gone.abort());
+    const reply = await answerBroker(route, this, req.headers.authorization, body, gone.signal);
+    if (reply === null) return; // closed, or the client went away, while it waited
     if (fault?.kind === 'reset-mid-body') {
       if (sendHalf(res, reply, this.brokerNow()) && entry) entry.status = reply.status;
     } else {
@@ -311,6 +358,31 @@ class BrokerSimulator implements Simulator, BrokerState {
     if (res.destroyed) return; // the client went away while we read its body
     const message = err instanceof Error ? err.message : String(err);
     this.reply(res, null, jsonReply(500, { error: `simulator: ${message}` }));
+  }
+}
+
+/** The lease id of an ack body's first acknowledgement (what a fault's `leaseId` matches), else null. */
+function ackLeaseId(body: string): string | null {
+  const parsed = tryParseJson(body);
+  if (!parsed.ok || !isRecord(parsed.value)) return null;
+  const list = parsed.value.acknowledgments;
+  const first: unknown = Array.isArray(list) ? list[0] : parsed.value;
+  return isRecord(first) && typeof first.leaseId === 'string' && first.leaseId !== '' ? first.leaseId : null;
+}
+
+/** Which FaultRoute a request is on, for faults restricted to one. */
+function faultRoute(route: BrokerRoute): FaultRoute | null {
+  switch (route.kind) {
+    case 'extend':
+    case 'pop':
+    case 'ack':
+    case 'health':
+      return route.kind;
+    case 'consumer-groups':
+    case 'consumer-group':
+      return 'consumer-groups';
+    default:
+      return null;
   }
 }
 

@@ -4,16 +4,25 @@
  */
 import { Command } from 'commander';
 import type { GlobalContext } from '../globals.js';
+import { ackCommand } from './ack.js';
+import { acquireCommand } from './acquire.js';
 import { extendCommand } from './extend.js';
 import { inspectCommand } from './inspect.js';
 import { listCommand } from './list.js';
 import { watchCommand } from './watch.js';
 
-const VERBS: Array<(globals: GlobalContext) => Command> = [extendCommand, inspectCommand, listCommand, watchCommand];
+const VERBS: Array<(globals: GlobalContext) => Command> = [
+  extendCommand,
+  inspectCommand,
+  listCommand,
+  watchCommand,
+  acquireCommand,
+  ackCommand,
+];
 
 export function leaseCommand(globals: GlobalContext): Command {
   const lease = new Command('lease')
-    .description('extend, inspect, list and watch broker leases')
+    .description('extend, inspect, list and watch broker leases; take a batch and ack it')
     .showHelpAfterError('(add --help for usage)')
     .addHelpText(
       'after',
@@ -22,7 +31,8 @@ Examples:
   queenctl lease extend "$LEASE" --seconds 120
   queenctl lease inspect "$LEASE" -o json
   queenctl lease list --queue orders --partition p7
-  queenctl lease watch "$LEASE" -- ./process-batch.sh`,
+  queenctl lease watch "$LEASE" -- ./process-batch.sh
+  queenctl lease acquire orders --batch 10 -o json > batch.json && queenctl lease ack batch.json`,
     );
   // As lease.command() would: a verb built on its own takes the group's settings (help after an error).
   for (const verb of VERBS) lease.addCommand(verb(globals).copyInheritedSettings(lease));

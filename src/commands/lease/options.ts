@@ -17,11 +17,10 @@ export function secondsOption(defaultSeconds: string, description: string): Opti
     .argParser(flagParser((text) => parseSeconds(text)));
 }
 
-export function retriesOption(): Option {
-  return new Option(
-    '--retries <n>',
-    'retries of a transient failure (refused, reset, timeout, 429, 502/503/504, 500 pool)',
-  )
+export function retriesOption(
+  description = 'retries of a transient failure (refused, reset, timeout, 429, 502/503/504, 500 pool)',
+): Option {
+  return new Option('--retries <n>', description)
     .default(2)
     .argParser(flagParser((text) => parseCount(text, '--retries', 0, 10)));
 }

@@ -1,0 +1,362 @@
+/**
+ * `queenctl lease acquire <queue>`: one pop that takes a lease, printed as the batch record
+ * `lease ack` reads (docs/cli-contract.md#lease-acquire). Never autoAck. Right after the pop the
+ * lease is renewed once: to `--seconds` when given, else by the one-second probe of `inspect`,
+ * which by the later-of rule leaves the queue's lease time in place (docs/broker.md#later-of-rule);
+ * either way the answer gives the expiry, which a pop's answer does not.
+ */
+import { Command, Option } from 'commander';
+import { parseCount, parseSeconds } from '../../args.js';
+import type { BatchRecord } from '../../broker/batch.js';
+import { estimateBrokerClock, remainingMs, type BrokerClockEstimate } from '../../broker/broker-clock.js';
+import type { BrokerClient } from '../../broker/client.js';
+import { isHeld, type Renewal } from '../../broker/contract.js';
+import type { PopOutcome, PopRequest } from '../../broker/pop.js';
+import { withRetries, type RetryPolicy } from '../../broker/retry.js';
+import { ExitCode, QueenctlError, signalExitCode } from '../../exit.js';
+import { write } from '../../io.js';
+import { checkName } from '../../names.js';
+import { formatDuration } from '../../output/duration.js';
+import { isMachineFormat, type OutputFormat } from '../../output/format.js';
+import { escapeText, shortened } from '../../output/sanitise.js';
+import { recordSink } from '../../output/records.js';
+import { renderTable } from '../../output/table.js';
+import { errorMessage, warningMessage } from '../../output/words.js';
+import { flagParser, type GlobalContext } from '../globals.js';
+import type { Runtime } from '../runtime.js';
+import { groupLabel, partitionSummary } from './list.js';
+import { durationOption, exitCodesHelp, retriesOption } from './options.js';
+
+/** The most messages one pop may ask for, and partitions one lease may claim. */
+export const MAX_BATCH = 10_000;
+export const MAX_PARTITIONS = 1_000;
+
+/** The flags of a pop, which `lease run` takes too. */
+export interface AcquireOptions {
+  queue: string;
+  group: string | undefined;
+  partition: string | undefined;
+  batch: number | undefined;
+  partitions: number | undefined;
+  waitMs: number | undefined;
+  /** Renew at once to last at least this long; undefined: the one-second probe only. */
+  seconds: number | undefined;
+  retry: RetryPolicy;
+  /** null: print no results (-q without -o). */
+  format: OutputFormat | null;
+  noHeaders: boolean;
+}
+
+export type AcquireRuntime = Runtime<Pick<BrokerClient, 'pop' | 'extend' | 'server'>>;
+
+/** The acquire flags, added to a command: `lease acquire`, and later `lease run`. */
+export function addAcquireOptions(command: Command): Command {
+  return command
+    .addOption(
+      new Option('--group <name>', 'consumer group to pop for (default: queue mode, __QUEUE_MODE__)').argParser(
+        flagParser((text) => checkName(text, 'group', '--group', true)),
+      ),
+    )
+    .addOption(
+      new Option('--partition <name>', 'pop this partition only (exit 4 if another lease holds it)').argParser(
+        flagParser((text) => checkName(text, 'partition', '--partition', true)),
+      ),
+    )
+    .addOption(
+      new Option('--batch <n>', `the most messages to take, 1 to ${MAX_BATCH} (default: the broker's)`).argParser(
+        flagParser((text) => parseCount(text, '--batch', 1, MAX_BATCH)),
+      ),
+    )
+    .addOption(
+      new Option(
+        '--partitions <n>',
+        `the most partitions one lease may claim, 1 to ${MAX_PARTITIONS} (default: the broker's, 1)`,
+      ).argParser(flagParser((text) => parseCount(text, '--partitions', 1, MAX_PARTITIONS))),
+    )
+    .addOption(durationOption('--wait <duration>', 'long poll: wait up to this long for something to take'));
+}
+
+interface AcquireFlags {
+  group?: string;
+  partition?: string;
+  batch?: number;
+  partitions?: number;
+  wait?: number;
+  seconds?: number;
+  retries: number;
+}
+
+export function acquireCommand(globals: GlobalContext): Command {
+  const command = new Command('acquire')
+    .description('take a batch: one pop that leases messages, printed as the record lease ack reads')
+    .argument('<queue>', 'the queue to pop from');
+  return addAcquireOptions(command)
+    .addOption(
+      new Option(
+        '--seconds <n>',
+        "renew at once to last at least n seconds (default: the queue's lease time, left as the pop made it)",
+      ).argParser(flagParser((text) => parseSeconds(text))),
+    )
+    .addOption(
+      retriesOption(
+        'retries of the renewal after the pop (refused, reset, timeout, 429, 502/503/504), and of a pop that ' +
+          'never reached the broker',
+      ),
+    )
+    .addHelpText(
+      'after',
+      `
+How it works: one GET /api/v1/pop/queue/<queue> (.../partition/<name> with --partition), never
+with autoAck. A pop's lease lasts the queue's lease time; right after it, acquire renews the
+lease once, to --seconds when given, else for one second, which by the later-of rule leaves it
+as it was. That renewal reports the expiry (expiresAt, LEFT), which the pop does not.
+
+-o json prints the batch record: leaseId, queue, consumerGroup, partitions, expiresAt and the
+messages, every key as the broker sent it. lease ack reads it. -o name prints the lease id.
+
+The pop is sent once: one that may have been read but got no answer may have taken a lease,
+and a second would take another. Its messages come back after the queue's lease time.
+
+${exitCodesHelp({
+  ok: 'a lease on at least one message was taken',
+  broker: 'broker error: unreachable, timed out, 5xx, or an answer outside the contract',
+  notHeld:
+    'nothing to take: an empty queue, every partition leased, a queue the broker does not know\n' +
+    '     (it answers all three alike), nothing by the end of --wait, --partition held by another\n' +
+    '     lease, or a lease on no messages',
+})}
+With --seconds, a lease that was taken but not renewed prints its record and exits 2 (3 if the
+token may not renew): it lasts the queue's lease time.
+
+Examples:
+  queenctl lease acquire orders --batch 10 -o json > batch.json
+  queenctl lease acquire orders --group billing --partition p7 --seconds 600
+  queenctl lease acquire orders --wait 30s -o name`,
+    )
+    .action(async (queue: string, flags: AcquireFlags, command: Command) => {
+      checkName(queue, 'queue', 'queue', true);
+      await globals.run(
+        command,
+        (runtime, settings) =>
+          runAcquire(
+            {
+              queue,
+              group: flags.group,
+              partition: flags.partition,
+              batch: flags.batch,
+              partitions: flags.partitions,
+              waitMs: flags.wait,
+              seconds: flags.seconds,
+              retry: { ...settings.retry, retries: flags.retries },
+              format: settings.format,
+              noHeaders: settings.noHeaders,
+            },
+            runtime,
+          ),
+        { requests: 'few' },
+      );
+    });
+}
+
+/** The pop an AcquireOptions asks for. */
+export function popRequest(options: Omit<AcquireOptions, 'retry' | 'format' | 'noHeaders' | 'seconds'>): PopRequest {
+  return {
+    queue: options.queue,
+    partition: options.partition,
+    group: options.group,
+    batch: options.batch,
+    partitions: options.partitions,
+    waitMs: options.waitMs,
+  };
+}
+
+/** What one acquire came to: a batch (its record and time left) or why there is none. */
+export type Acquired =
+  | { kind: 'batch'; record: BatchRecord; remainingMs: number | null; renewal: RenewalOutcome }
+  | { kind: 'none'; code: ExitCode; message: string };
+
+/** How the renewal right after the pop went: fine, or why the lease lasts less than asked. */
+export type RenewalOutcome = { ok: true } | { ok: false; error: QueenctlError } | { ok: false; lost: true };
+
+/** Why nothing was taken, in one line (`queue` as given). */
+export function nothingMessage(outcome: Exclude<PopOutcome, { kind: 'lease' }>, options: AcquireOptions): string {
+  const queue = escapeText(options.queue);
+  const where =
+    options.partition === undefined ? `queue ${queue}` : `partition ${escapeText(options.partition)} of queue ${queue}`;
+  const group = options.group === undefined ? '' : ` for consumer group ${escapeText(options.group)}`;
+  switch (outcome.kind) {
+    case 'nothing':
+      return outcome.waited
+        ? `nothing to take from ${where}${group} by the end of --wait ${formatDuration(options.waitMs ?? 0)}`
+        : `nothing to take from ${where}${group}: it is empty, every partition is leased, or the broker does not ` +
+            `know the queue (it answers all three the same way: no_available_partition)`;
+    case 'lease-held':
+      return (
+        `${where} is held by another lease${group} (lease_held): queenctl lease list --queue ${queue} ` +
+        `--partition ${escapeText(options.partition ?? '')} names it`
+      );
+    case 'empty-lease':
+      return (
+        `the broker handed out lease ${escapeText(outcome.leaseId)} on no messages of ${where}${group}: nothing ` +
+        `to process or ack; it holds ${listPartitions(outcome.partitions)} for the queue's lease time`
+      );
+  }
+}
+
+function listPartitions(partitions: readonly string[]): string {
+  if (partitions.length === 0) return 'its partition';
+  return `partition${partitions.length > 1 ? 's' : ''} ${partitions.map(escapeText).join(', ')}`;
+}
+
+/**
+ * The work of acquire without its printing: the pop, then the renewal that reads the expiry.
+ * `lease run` takes its batches through this.
+ */
+export async function acquireBatch(options: AcquireOptions, runtime: AcquireRuntime): Promise<Acquired> {
+  const { client, clock, signal } = runtime;
+  // Only a pop that never reached the broker is retried: the client makes any other failure
+  // final (client.ts, `once`), since a pop that was read may have taken a lease.
+  const outcome = await withRetries(() => client.pop(popRequest(options), { signal }), options.retry, {
+    clock,
+    signal,
+  });
+  if (outcome.kind !== 'lease') {
+    return { kind: 'none', code: ExitCode.NotHeld, message: nothingMessage(outcome, options) };
+  }
+  const { batch } = outcome;
+  const seconds = options.seconds ?? 1;
+  let renewal: Renewal;
+  let brokerClock: BrokerClockEstimate;
+  const sentAt = clock.now();
+  try {
+    renewal = await withRetries(() => client.extend(batch.leaseId, seconds, { signal }), options.retry, {
+      clock,
+      signal,
+    });
+    brokerClock = estimateBrokerClock(renewal, seconds, sentAt, clock.now());
+  } catch (error) {
+    if (signal.aborted || !(error instanceof QueenctlError)) throw error;
+    const record: BatchRecord = { ...batch, expiresAt: null, messages: batch.messages };
+    return { kind: 'batch', record: ordered(record), remainingMs: null, renewal: { ok: false, error } };
+  }
+  if (!isHeld(renewal)) {
+    const record: BatchRecord = { ...batch, expiresAt: null };
+    return { kind: 'batch', record: ordered(record), remainingMs: null, renewal: { ok: false, lost: true } };
+  }
+  const expiresAt = renewal.result.expiresAt;
+  const left = renewal.expiresAtMs === null ? null : remainingMs(renewal.expiresAtMs, clock.now(), brokerClock);
+  return { kind: 'batch', record: ordered({ ...batch, expiresAt }), remainingMs: left, renewal: { ok: true } };
+}
+
+/** The record's keys in the contract's order. */
+function ordered(record: BatchRecord): BatchRecord {
+  const { leaseId, queue, consumerGroup, partitions, expiresAt, messages } = record;
+  return { leaseId, queue, consumerGroup, partitions, expiresAt, messages };
+}
+
+export async function runAcquire(options: AcquireOptions, runtime: AcquireRuntime): Promise<ExitCode> {
+  const { io, signal } = runtime;
+  let acquired: Acquired;
+  try {
+    acquired = await acquireBatch(options, runtime);
+  } catch (error) {
+    if (!signal.aborted) throw error;
+    await write(
+      io.stderr,
+      `queenctl: interrupted during the pop of queue ${escapeText(options.queue)}: a lease it may have taken ` +
+        `holds its messages for the queue's lease time\n`,
+    );
+    return signalExitCode(signal.reason);
+  }
+  if (acquired.kind === 'none') {
+    if (!io.quiet || acquired.code !== ExitCode.NotHeld) await write(io.stderr, `queenctl: ${acquired.message}\n`);
+    return acquired.code;
+  }
+  const { record, renewal } = acquired;
+  if (!renewal.ok && 'lost' in renewal) {
+    // Nothing on stdout: a record of a lease already gone would be acked in vain.
+    await write(
+      io.stderr,
+      `queenctl: lease ${escapeText(record.leaseId)} was taken, but the renewal right after the pop renewed ` +
+        `nothing: it is gone already (its lease time is over, or it was released); its messages go to the next ` +
+        `pop\n`,
+    );
+    return ExitCode.NotHeld;
+  }
+  await printBatch(record, acquired.remainingMs, options, runtime);
+  if (renewal.ok) return ExitCode.Ok;
+  const { error } = renewal;
+  if (options.seconds === undefined) {
+    // Only the probe failed: the lease is held as the pop made it, its expiry unknown.
+    if (!io.quiet) {
+      await write(
+        io.stderr,
+        warningMessage(
+          `lease ${escapeText(record.leaseId)} was taken; its expiry is unknown (the renewal that reads it ` +
+            `failed: ${error.message})`,
+        ),
+      );
+    }
+    return ExitCode.Ok;
+  }
+  await write(
+    io.stderr,
+    errorMessage(
+      new QueenctlError(
+        `lease ${escapeText(record.leaseId)} was taken but not renewed to ${options.seconds}s: ${error.message}; ` +
+          `it lasts the queue's lease time, and its record is printed so it can be acked`,
+        error.exitCode,
+        error.hint,
+      ),
+    ),
+  );
+  return error.exitCode;
+}
+
+/** The record as the format asks: JSON/YAML/NDJSON/jsonpath, the lease id, or tables for people. */
+async function printBatch(
+  record: BatchRecord,
+  left: number | null,
+  options: Pick<AcquireOptions, 'format' | 'noHeaders'>,
+  runtime: Pick<AcquireRuntime, 'io'>,
+): Promise<void> {
+  const { io } = runtime;
+  const { format } = options;
+  if (format === null) return;
+  if (format === 'name') {
+    await write(io.stdout, `${record.leaseId}\n`);
+    return;
+  }
+  if (isMachineFormat(format)) {
+    const sink = await recordSink<BatchRecord>(io.stdout, format, true);
+    await sink.add(record);
+    await sink.end();
+    return;
+  }
+  const wide = format === 'wide';
+  const summary = await renderTable({
+    headers: ['LEASE ID', 'GROUP', 'QUEUE', 'PARTITIONS', 'MESSAGES', 'LEFT'],
+    rows: [
+      [
+        escapeText(record.leaseId),
+        escapeText(groupLabel(record.consumerGroup)),
+        escapeText(record.queue),
+        escapeText(wide ? record.partitions.join(', ') : partitionSummary(record.partitions)),
+        String(record.messages.length),
+        left === null ? '?' : formatDuration(left),
+      ],
+    ],
+    noHeaders: options.noHeaders,
+  });
+  const messages = await renderTable({
+    headers: ['TRANSACTION ID', 'PARTITION', 'CREATED', 'DATA'],
+    rows: record.messages.map((message) => [
+      escapeText(message.transactionId),
+      escapeText(message.partition),
+      typeof message.createdAt === 'string' ? escapeText(message.createdAt) : '-',
+      shortened(JSON.stringify(message.data) ?? 'null', wide ? 4096 : 60),
+    ]),
+    noHeaders: options.noHeaders,
+  });
+  await write(io.stdout, `${summary}\n${messages}`);
+}
