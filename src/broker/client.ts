@@ -10,6 +10,7 @@
  */
 import { systemClock, type Clock } from '../clock.js';
 import { BrokerError, QueenctlError, UsageError } from '../exit.js';
+import { formatDuration } from '../output/duration.js';
 import {
   GROUPS_PATH,
   groupPath,
@@ -507,6 +508,7 @@ export function leaseIdSegment(leaseId: string): string {
   return encodeURIComponent(leaseId);
 }
 
+/** A deadline as people read it: 3999 ms (a renewal's deadline cut to its lease's expiry) is 4s. */
 function formatMs(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+  return formatDuration(ms);
 }

@@ -27,7 +27,7 @@ import type {
 } from '../renewal/events.js';
 import type { CannotKeepUp } from '../renewal/concurrency.js';
 import type { WatchFailure, WatchStatus } from '../renewal/scheduler.js';
-import { formatDuration } from './duration.js';
+import { formatCountdown, formatDuration } from './duration.js';
 import { isJsonPath, type OutputFormat } from './format.js';
 import type { JsonPathTemplate } from './jsonpath.js';
 import { LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
@@ -111,7 +111,7 @@ export function lostWords(event: LostEvent): string {
 function retryWords(event: RetryEvent): string {
   const left =
     event.remainingMs === null ? 'not renewed yet' : `${formatDuration(event.remainingMs)} left on the lease`;
-  const retry = `retry ${event.attempt} in ${formatDuration(event.retryInMs)}`;
+  const retry = `retry ${event.attempt} in ${formatCountdown(event.retryInMs)}`;
   return `lease ${event.leaseId}: ${event.error}; ${retry} (${left})`;
 }
 
@@ -182,7 +182,7 @@ export function eventWords(event: WatchEvent): string {
     case 'renewed':
       return (
         `lease ${event.leaseId} renewed (${partitions(event.renewed)}) until ${event.expiresAt}: ` +
-        `${formatDuration(event.remainingMs)} left, next renewal in ${formatDuration(event.nextRenewalInMs)}`
+        `${formatDuration(event.remainingMs)} left, next renewal in ${formatCountdown(event.nextRenewalInMs)}`
       );
     case 'retry':
       return retryWords(event);
@@ -244,7 +244,7 @@ export function childExitedNote(command: string, exit: ChildExit): string {
 }
 
 export function forwardedNote(signal: NodeJS.Signals, command: string, killAfterMs: number): string {
-  const limit = signal === 'SIGHUP' ? '' : `, SIGKILL in ${formatDuration(killAfterMs)} if it ignores it`;
+  const limit = signal === 'SIGHUP' ? '' : `, SIGKILL in ${formatCountdown(killAfterMs)} if it ignores it`;
   return (
     `${signal}: passed on to ${command} and its process group; ` +
     `waiting for it to exit${limit} (renewal goes on meanwhile)`
@@ -252,12 +252,12 @@ export function forwardedNote(signal: NodeJS.Signals, command: string, killAfter
 }
 
 export function stoppingChildOnLoss(command: string, killAfterMs: number): string {
-  const kill = `SIGKILL in ${formatDuration(killAfterMs)} if it is still running`;
+  const kill = `SIGKILL in ${formatCountdown(killAfterMs)} if it is still running`;
   return line(`stopping ${command}: SIGTERM to its process group now, ${kill}`);
 }
 
 export function stoppingChildOnRefusal(command: string, killAfterMs: number): string {
-  const stop = `SIGTERM to its process group, SIGKILL in ${formatDuration(killAfterMs)}`;
+  const stop = `SIGTERM to its process group, SIGKILL in ${formatCountdown(killAfterMs)}`;
   return line(`stopping ${command}: the lease cannot be renewed any more; ${stop}`);
 }
 
@@ -270,7 +270,7 @@ export function killedAfterNote(command: string, killAfterMs: number): string {
 export function leftoverNote(command: string, killAfterMs: number): string {
   return (
     `${command} exited but left processes running in its process group; they are no longer covered ` +
-    `by a renewed lease: SIGTERM now, SIGKILL in ${formatDuration(killAfterMs)}`
+    `by a renewed lease: SIGTERM now, SIGKILL in ${formatCountdown(killAfterMs)}`
   );
 }
 
@@ -282,7 +282,7 @@ function stillDownLine(status: WatchStatus, now: number): string {
 export function spinnerText(status: WatchStatus, now: number, leaseCount: number, leaseId: string): string {
   const parts: string[] = [];
   const expiry = status.earliestDeadline === null ? null : formatDuration(status.earliestDeadline - now);
-  const next = status.nextRenewalAt === null ? null : formatDuration(Math.max(0, status.nextRenewalAt - now));
+  const next = status.nextRenewalAt === null ? null : formatCountdown(status.nextRenewalAt - now);
   if (leaseCount === 1) {
     parts.push(`lease ${leaseId}: ${status.renewals} renewal${status.renewals === 1 ? '' : 's'}`);
     parts.push(expiry === null ? 'not renewed yet' : `expires in ${expiry}`);
@@ -293,9 +293,7 @@ export function spinnerText(status: WatchStatus, now: number, leaseCount: number
   if (status.outage) {
     // The one fact that matters while it lasts, instead of the next renewal.
     const probe =
-      status.outage.nextProbeAt === null
-        ? ''
-        : `, next probe in ${formatDuration(Math.max(0, status.outage.nextProbeAt - now))}`;
+      status.outage.nextProbeAt === null ? '' : `, next probe in ${formatCountdown(status.outage.nextProbeAt - now)}`;
     parts.push(`BROKER DOWN for ${formatDuration(now - status.outage.since)}${probe}`);
   } else if (next !== null) parts.push(`next renewal in ${next}`);
   if (status.lastError) {

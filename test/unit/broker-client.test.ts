@@ -286,7 +286,7 @@ describe('deadlines', () => {
     const pending = broker.extend(LEASE, 30, { timeoutMs: 2_500 });
     await settle();
     clock.advance(2_500);
-    assert.equal((await rejection(pending)).message, `no answer from ${A} within 2500ms`);
+    assert.equal((await rejection(pending)).message, `no answer from ${A} within 2.5s`);
   });
 
   it('a replica that hangs gets an equal share of the time, and the next one the rest', async () => {

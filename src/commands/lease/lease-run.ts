@@ -8,7 +8,7 @@ import { timeZoneSuspicion } from '../../broker/broker-clock.js';
 import type { RetryPolicy } from '../../broker/retry.js';
 import { ExitCode, runExitCode, signalExitCode } from '../../exit.js';
 import { write } from '../../io.js';
-import { formatDuration } from '../../output/duration.js';
+import { formatCountdown } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
 import { recordSink } from '../../output/records.js';
 import { RunReport } from '../../output/report.js';
@@ -78,7 +78,7 @@ export async function runLeaseRequests<R extends object>(
       concurrency: options.concurrency,
       onRetry: (leaseId, error, attempt, delayMs) => {
         if (io.quiet) return;
-        const retry = `retry ${attempt} of ${options.retry.retries} in ${formatDuration(delayMs)}`;
+        const retry = `retry ${attempt} of ${options.retry.retries} in ${formatCountdown(delayMs)}`;
         void write(io.stderr, `queenctl: ${leaseId}: ${error.message}; ${retry}\n`);
       },
     },
