@@ -68,6 +68,8 @@ export interface WatchRendererOptions {
   firstLeaseId: string;
   /** The spinner asks for this every time it redraws its text. */
   status: () => WatchStatus;
+  /** With a command: whether it was started (a lease lost before it started stops it never ran). */
+  commandStarted?: () => boolean;
 }
 
 /**
@@ -115,7 +117,7 @@ function retryWords(event: RetryEvent): string {
   return `lease ${event.leaseId}: ${event.error}; ${retry} (${left})`;
 }
 
-function stoppedWords(event: StoppedEvent): string {
+function stoppedWords(event: StoppedEvent, commandStarted: boolean): string {
   switch (event.reason) {
     case 'for':
       return `lease ${event.leaseId}: --for has elapsed; no longer renewed`;
@@ -125,8 +127,10 @@ function stoppedWords(event: StoppedEvent): string {
       return `lease ${event.leaseId}: the command has ended; no longer renewed`;
     case 'error':
       return `lease ${event.leaseId} cannot be watched: ${event.error ?? 'error'}`;
-    case 'lease-lost':
-      return `lease ${event.leaseId}: another lease of this watch is gone and the command with it; no longer renewed`;
+    case 'lease-lost': {
+      const command = commandStarted ? ' and the command with it' : ', so the command was not started';
+      return `lease ${event.leaseId}: another lease of this watch is gone${command}; no longer renewed`;
+    }
   }
 }
 
@@ -177,7 +181,7 @@ export function cannotKeepUpWarning(shortfall: CannotKeepUp): string {
   );
 }
 
-export function eventWords(event: WatchEvent): string {
+export function eventWords(event: WatchEvent, commandStarted = true): string {
   switch (event.event) {
     case 'renewed':
       return (
@@ -189,7 +193,7 @@ export function eventWords(event: WatchEvent): string {
     case 'lost':
       return lostWords(event);
     case 'stopped':
-      return stoppedWords(event);
+      return stoppedWords(event, commandStarted);
     case 'outage':
       return outageWords(event);
     case 'recovered':
@@ -347,6 +351,7 @@ async function yamlDocuments(): Promise<(event: WatchEvent) => string> {
 export async function watchRenderer(options: WatchRendererOptions): Promise<WatchRenderer> {
   const { stdout, stderr } = options;
   const mode = options.mode === 'spinner' && !canSpin(stderr) ? 'log' : options.mode;
+  const words = (event: WatchEvent): string => eventWords(event, options.commandStarted?.() ?? true);
   let explainedLoss = false;
   const explainLoss = (): void => {
     if (explainedLoss) return;
@@ -364,7 +369,7 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
         // A loss is the one event people must see whatever was asked for. Errors that end a
         // lease's watch are summed up once by the command instead of once per lease.
         if (event.event !== 'lost') return;
-        stderr.write(line(eventWords(event)));
+        stderr.write(line(words(event)));
         explainLoss();
       },
       warn: (text) => void (!options.quiet && stderr.write(line(`warning: ${text}`))),
@@ -383,7 +388,7 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     };
     return {
       event(event) {
-        stderr.write(line(`${timeOf(event.at)} ${eventWords(event)}`));
+        stderr.write(line(`${timeOf(event.at)} ${words(event)}`));
         if (event.event === 'lost') explainLoss();
         if (event.event === 'outage') outageTimer ??= setInterval(stillDown, OUTAGE_REFRESH_MS).unref();
         if (event.event === 'recovered') outageTimer = void clearInterval(outageTimer);
@@ -421,12 +426,10 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
   return {
     event(event) {
       if (event.event === 'renewed') return refresh();
-      const words = eventWords(event);
+      const said = words(event);
       const bad =
         event.event === 'lost' || event.event === 'outage' || (event.event === 'stopped' && event.reason === 'error');
-      above(
-        line(`${timeOf(event.at)} ${bad ? style.bad(words) : event.event === 'retry' ? style.warn(words) : words}`),
-      );
+      above(line(`${timeOf(event.at)} ${bad ? style.bad(said) : event.event === 'retry' ? style.warn(said) : said}`));
       if (event.event === 'lost') explainLoss();
       refresh();
     },

@@ -45,3 +45,60 @@ describe('a refused token stops a bulk run: said only of ids left unsent', () =>
     assert.doesNotMatch(result.stderr, /not sent|stopped/);
   });
 });
+
+describe('lease watch with a command', () => {
+  it('a dead lease beside a live one: the command was never started, and the lines say so', async () => {
+    const live = sim.mint();
+    const command = ['--', 'sh', '-c', 'exit 0'];
+    const result = await runInProcess(['lease', 'watch', 'gone', live, '--server', sim.url, ...command]);
+    assert.equal(result.code, 4, result.stderr);
+    assert.match(result.stderr, /sh was not started/);
+    assert.match(
+      result.stderr,
+      new RegExp(`lease ${live}: another lease of this watch is gone, so the command was not started`),
+    );
+    assert.doesNotMatch(result.stderr, /and the command with it/);
+  });
+});
+
+describe('- on a terminal names the verb that was run', () => {
+  for (const verb of ['watch', 'inspect', 'extend']) {
+    it(`lease ${verb} -`, async () => {
+      const result = await queenctl(['lease', verb, '-'], { stdin: null, stdinIsTTY: true });
+      assert.equal(result.code, 1);
+      assert.match(result.stderr, new RegExp(`pipe them in: cat ids.txt \\| queenctl lease ${verb} -$`, 'm'));
+    });
+  }
+});
+
+describe('--allow-empty: - reading nothing is nothing to do, as xargs -r', () => {
+  it('extend and inspect: exit 0, [] in JSON, nothing sent; without it exit 1 says the flag', async () => {
+    for (const verb of ['extend', 'inspect']) {
+      const result = await queenctl(['lease', verb, '-', '--allow-empty', '-o', 'json'], { stdin: '\n' });
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.stdout, '[]\n');
+      assert.match(result.stderr, /^queenctl: no lease ids on standard input: nothing was sent$/m);
+      const quiet = await queenctl(['lease', verb, '-', '--allow-empty', '-q'], { stdin: '' });
+      assert.deepEqual([quiet.code, quiet.stdout, quiet.stderr], [0, '', '']);
+    }
+    assert.deepEqual(sim.log, [], 'nothing reached the broker');
+    const refused = await queenctl(['lease', 'extend', '-'], { stdin: '' });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /no lease ids on standard input.*\n.*--allow-empty/);
+  });
+
+  it('ids given: the flag changes nothing', async () => {
+    const live = sim.mint();
+    const result = await queenctl(['lease', 'extend', '-', '--allow-empty', '-o', 'name'], { stdin: `${live} gone` });
+    assert.equal(result.code, 4, result.stderr);
+    assert.equal(result.stdout, `${live}\n`);
+  });
+
+  it('watch: exit 0 at once, and the command is not started', async () => {
+    const args = ['lease', 'watch', '-', '--allow-empty', '--server', sim.url, '--', 'sh', '-c', 'echo ran; exit 7'];
+    const result = await runInProcess(args, { stdin: '' });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, '');
+    assert.match(result.stderr, /^queenctl: no lease ids on standard input: nothing to watch; sh was not started$/m);
+  });
+});

@@ -12,7 +12,7 @@ import { formatDuration } from '../../output/duration.js';
 import type { GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { leaseRunOptions, requestsFor, runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
-import { exitCodesHelp, LEASE_IDS_ARGUMENT, retriesOption } from './options.js';
+import { allowEmptyOption, exitCodesHelp, LEASE_IDS_ARGUMENT, retriesOption } from './options.js';
 import type { LeaseOutcome } from '../../renewal/renew-all.js';
 
 /** The probe: the least a renewal can ask for. */
@@ -25,6 +25,7 @@ export function inspectCommand(globals: GlobalContext): Command {
     .description('say whether leases are held, by how many partitions and for how long, without shortening them')
     .argument(...LEASE_IDS_ARGUMENT)
     .addOption(retriesOption())
+    .addOption(allowEmptyOption())
     .addHelpText(
       'after',
       `
@@ -48,10 +49,10 @@ Examples:
   queenctl lease inspect "$LEASE" -o json | jq .remainingMs
   queenctl lease inspect - -o ndjson < leases.txt`,
     )
-    .action(async (leaseIds: string[], options: { retries: number }, command: Command) => {
+    .action(async (leaseIds: string[], options: { retries: number; allowEmpty?: boolean }, command: Command) => {
       await globals.run(
         command,
-        (runtime, settings) => runInspect(leaseRunOptions(leaseIds, options.retries, settings), runtime),
+        (runtime, settings) => runInspect(leaseRunOptions(leaseIds, options, settings), runtime),
         { requests: requestsFor(leaseIds) },
       );
     });
@@ -94,6 +95,7 @@ export function inspectRecord(outcome: LeaseOutcome, nowMs: number): InspectReco
 }
 
 export const inspectView: LeaseView<InspectRecord> = {
+  verb: 'inspect',
   failure: 'is not held',
   record: inspectRecord,
   headers: (wide) => {
