@@ -235,10 +235,14 @@ export function childNotStartedNote(command: string): string {
 }
 
 export function childStartFailed(command: string, exit: ChildExit): string {
+  const code = exit.startError?.code;
   const why =
-    exit.startError?.code === 'ENOENT'
+    code === 'ENOENT'
       ? 'not found (check the name and PATH)'
-      : (exit.startError?.message ?? 'cannot be run');
+      : code === 'EACCES'
+        ? 'permission denied: it is not an executable file, or a directory on its way cannot be searched ' +
+          '(check it with ls -l; chmod +x makes a script executable)'
+        : (exit.startError?.message ?? 'cannot be run');
   return line(`cannot run ${command}: ${why}`);
 }
 

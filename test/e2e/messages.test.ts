@@ -102,3 +102,13 @@ describe('--allow-empty: - reading nothing is nothing to do, as xargs -r', () =>
     assert.match(result.stderr, /^queenctl: no lease ids on standard input: nothing to watch; sh was not started$/m);
   });
 });
+
+describe('a command that cannot be run', () => {
+  it('/etc/passwd (not executable): exit 126, and words instead of "spawn /etc/passwd EACCES"', async () => {
+    const leaseId = sim.mint();
+    const result = await runInProcess(['lease', 'watch', leaseId, '--server', sim.url, '--', '/etc/passwd']);
+    assert.equal(result.code, 126, result.stderr);
+    assert.match(result.stderr, /cannot run \/etc\/passwd: permission denied: it is not an executable file/);
+    assert.doesNotMatch(result.stderr, /spawn|EACCES/);
+  });
+});
