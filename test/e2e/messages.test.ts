@@ -112,3 +112,11 @@ describe('a command that cannot be run', () => {
     assert.doesNotMatch(result.stderr, /spawn|EACCES/);
   });
 });
+
+describe('-o jsonpath= that selects nothing', () => {
+  it('prints nothing, not an empty line', async () => {
+    const result = await queenctl(['lease', 'extend', sim.mint(), '-o', 'jsonpath=.nosuch']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, '');
+  });
+});
