@@ -3,6 +3,7 @@
  */
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
+import { ENVIRONMENT } from '../../src/docs/environment.js';
 import type { Simulator } from '../../tools/simulator/index.js';
 import { runInProcess, type InProcessOptions } from '../support/in-process.js';
 import { sharedSimulator } from '../support/shared.js';
@@ -118,5 +119,14 @@ describe('-o jsonpath= that selects nothing', () => {
     const result = await queenctl(['lease', 'extend', sim.mint(), '-o', 'jsonpath=.nosuch']);
     assert.equal(result.code, 0, result.stderr);
     assert.equal(result.stdout, '');
+  });
+});
+
+describe('the man pages and the reference', () => {
+  it("say QUEEN_LEASE_EXPIRES_AT is the earliest expiry, as the contract does, not the first lease's", () => {
+    const entry = ENVIRONMENT.find((item) => item.name.includes('QUEEN_LEASE_EXPIRES_AT'));
+    assert.ok(entry);
+    assert.match(entry.text, /earliest expiry/);
+    assert.doesNotMatch(entry.text, /first lease's expiry/);
   });
 });
