@@ -2,9 +2,12 @@
  * Issue 33: messages that said things that were not so, each against the simulator, in-process.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeEach, describe, it } from 'node:test';
 import { ENVIRONMENT } from '../../src/docs/environment.js';
 import type { Simulator } from '../../tools/simulator/index.js';
+import { ROOT } from '../support/doctest.js';
 import { runInProcess, type InProcessOptions } from '../support/in-process.js';
 import { sharedSimulator } from '../support/shared.js';
 
@@ -128,5 +131,23 @@ describe('the man pages and the reference', () => {
     assert.ok(entry);
     assert.match(entry.text, /earliest expiry/);
     assert.doesNotMatch(entry.text, /first lease's expiry/);
+  });
+});
+
+describe("docs/broker.md's outcome table", () => {
+  it('renewed: 0 without leaseId is exit 2, and the docs say so where they say renewed: 0 is 4', async () => {
+    const body = '{"success":false,"renewed":0,"newExpiresAt":null,"expiresAt":null,"lease_expires_at":null}';
+    sim.inject({ kind: 'body', body });
+    const result = await queenctl(['lease', 'extend', 'some-lease', '--retries', '0']);
+    assert.equal(result.code, 2, result.stderr);
+    assert.match(result.stderr, /leaseId is missing/);
+    const broker = readFileSync(join(ROOT, 'docs/broker.md'), 'utf8');
+    const row = broker.split('\n').find((line) => line.startsWith('| 200, documented, `renewed: 0`'));
+    assert.match(
+      row ?? '',
+      /`leaseId` ours \| not renewed \| 4 \|/,
+      'the 4 is said only of an answer naming the lease',
+    );
+    assert.match(broker, /`leaseId` is missing or another lease's \(also with `renewed: 0`/);
   });
 });
