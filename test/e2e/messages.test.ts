@@ -2,7 +2,8 @@
  * Issue 33: messages that said things that were not so, each against the simulator, in-process.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, it } from 'node:test';
 import { ENVIRONMENT } from '../../src/docs/environment.js';
@@ -149,5 +150,17 @@ describe("docs/broker.md's outcome table", () => {
       'the 4 is said only of an answer naming the lease',
     );
     assert.match(broker, /`leaseId` is missing or another lease's \(also with `renewed: 0`/);
+  });
+});
+
+describe('config set-context suggests what can be pasted', () => {
+  it('"my ctx": use-context \'my ctx\', one word', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
+    const env = { QUEEN_CONFIG: join(home, 'config.yaml') };
+    await runInProcess(['config', 'set-context', 'prod', '--server', 'http://a:1'], { env });
+    await runInProcess(['config', 'use-context', 'prod'], { env });
+    const result = await runInProcess(['config', 'set-context', 'my ctx', '--server', 'http://b:1'], { env });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /queenctl config use-context 'my ctx' {3}\(or --context 'my ctx'\)/);
   });
 });
