@@ -133,10 +133,8 @@ export async function runSetContext(options: SetContextOptions, runtime: LocalRu
         : `Context ${quoted} ${created ? 'created' : 'modified'} in ${config.config.path}.\n`,
     );
     if (created && config.config.currentContext !== options.name) {
-      await write(
-        io.stdout,
-        `Use it with: queenctl config use-context ${shellWord(options.name)}   (or --context ${shellWord(options.name)})\n`,
-      );
+      const name = shellWord(options.name);
+      await write(io.stdout, `Use it with: queenctl config use-context ${name}   (or --context ${name})\n`);
     }
   }
   for (const warning of warnings) await write(io.stderr, warningMessage(warning));
