@@ -22,18 +22,20 @@ const HINT = 'set it to a proxy URL such as http://proxy.internal:3128, or unset
  */
 export function proxySettings(env: NodeJS.ProcessEnv): ProxySettings | undefined {
   const pick = (name: string): string | undefined => {
-    const value = env[name.toLowerCase()] || env[name.toUpperCase()];
+    // Messages name the variable that was read: http_proxy=ftp://x is not HTTP_PROXY's fault.
+    const variable = env[name.toLowerCase()] ? name.toLowerCase() : name.toUpperCase();
+    const value = env[variable];
     if (!value) return undefined;
     let protocol: string;
     try {
       protocol = new URL(value).protocol;
     } catch {
-      throw new UsageError(`${name.toUpperCase()} is not a URL`, HINT);
+      throw new UsageError(`${variable} is not a URL`, HINT);
     }
     // `proxy.internal:3128` parses as a URL of scheme `proxy.internal:`, and would fail every
     // request later as a bad broker address. The value may hold a password: never quoted.
     if (!PROXY_PROTOCOLS.has(protocol)) {
-      throw new UsageError(`${name.toUpperCase()} does not start with http://, https:// or socks5://`, HINT);
+      throw new UsageError(`${variable} does not start with http://, https:// or socks5://`, HINT);
     }
     return value;
   };

@@ -164,3 +164,42 @@ describe('config set-context suggests what can be pasted', () => {
     assert.match(result.stdout, /queenctl config use-context 'my ctx' {3}\(or --context 'my ctx'\)/);
   });
 });
+
+describe('connection failures name what failed', () => {
+  it('https:// to a port that speaks plain HTTP: says so and to use http://, not --insecure', async () => {
+    for (const transport of [[], ['-']]) {
+      const https = sim.url.replace(/^http:/, 'https:');
+      const live = sim.mint();
+      const args = transport.length ? ['lease', 'extend', '-'] : ['lease', 'extend', live];
+      const result = await runInProcess([...args, '--server', https, '--insecure', '--retries', '0'], {
+        stdin: `${live}\n`,
+      });
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, /the server answered in plain HTTP, not TLS/);
+      assert.match(result.stderr, /use http:\/\/ instead of https:\/\//);
+      const error = result.stderr.replace(/^queenctl: warning: --insecure: .*\n/m, '');
+      assert.doesNotMatch(
+        error,
+        /ssl3_get_record|deps\/openssl|--insecure/,
+        'nor suggests the --insecure it was given',
+      );
+    }
+  });
+
+  it('a proxy that refuses: the proxy cannot be reached, not the broker', async () => {
+    const live = sim.mint();
+    // A port nobody listens on: the simulator's, once it has been closed, would race; port 9 (discard) is not served.
+    const result = await queenctl(['lease', 'extend', live, '--retries', '0'], {
+      env: { HTTP_PROXY: 'http://127.0.0.1:9', NO_PROXY: '' },
+    });
+    assert.equal(result.code, 2, result.stderr);
+    assert.match(result.stderr, /^queenctl: cannot reach the proxy in front of http:\/\/[^ ]+: connection refused/m);
+    assert.doesNotMatch(result.stderr, /cannot reach the broker/);
+  });
+
+  it('http_proxy=ftp://x is reported as http_proxy, the variable that was read', async () => {
+    const result = await queenctl(['lease', 'extend', 'x'], { env: { http_proxy: 'ftp://x', HTTP_PROXY: undefined } });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /^queenctl: http_proxy does not start with http:\/\//);
+  });
+});

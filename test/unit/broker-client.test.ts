@@ -463,7 +463,7 @@ describe('each failure, as the typed error a command reports', () => {
       what: 'a failure through a proxy',
       handler: failing('refused', 'ECONNREFUSED', 'connect ECONNREFUSED', true),
       type: BrokerError,
-      message: /^cannot reach the broker at http:\/\/a\.test:6632: connection refused$/,
+      message: /^cannot reach the proxy in front of http:\/\/a\.test:6632: connection refused$/,
       transient: true,
       hint: /HTTPS_PROXY\/HTTP_PROXY.*NO_PROXY/,
     },

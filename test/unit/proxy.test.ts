@@ -50,7 +50,7 @@ describe('proxySettings', () => {
         () => proxySettings({ https_proxy: value }),
         (error) =>
           error instanceof UsageError &&
-          error.message === 'HTTPS_PROXY does not start with http://, https:// or socks5://' &&
+          error.message === 'https_proxy does not start with http://, https:// or socks5://' &&
           !error.message.includes('hunter2'),
       );
     }
