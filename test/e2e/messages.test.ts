@@ -203,3 +203,30 @@ describe('connection failures name what failed', () => {
     assert.match(result.stderr, /^queenctl: http_proxy does not start with http:\/\//);
   });
 });
+
+describe('usage errors in one voice', () => {
+  const cases: Array<[string[], RegExp]> = [
+    [
+      ['lease', 'extend', 'x', '--no-such-flag'],
+      /^queenctl: unknown option '--no-such-flag'\n {2}see queenctl lease extend --help for its usage\n$/,
+    ],
+    [
+      ['completion', 'powershell'],
+      /^queenctl: command-argument value 'powershell' is invalid .*fish\.\n {2}see queenctl completion --help/,
+    ],
+    [
+      ['lease', 'exten', 'x'],
+      /^queenctl: unknown command 'exten'\n {2}did you mean extend\? see queenctl lease --help/,
+    ],
+    [['lease', 'extend'], /^queenctl: missing required argument 'leaseId'\n {2}see queenctl lease extend --help/],
+  ];
+  for (const [args, stderr] of cases) {
+    it(args.join(' '), async () => {
+      const result = await runInProcess(args);
+      assert.equal(result.code, 1, 'the exit code stays 1');
+      assert.equal(result.stdout, '');
+      assert.match(result.stderr, stderr);
+      assert.doesNotMatch(result.stderr, /^error:|\(add --help for usage\)/m);
+    });
+  }
+});

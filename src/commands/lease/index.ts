@@ -12,18 +12,15 @@ import { watchCommand } from './watch.js';
 const VERBS: Array<(globals: GlobalContext) => Command> = [extendCommand, inspectCommand, listCommand, watchCommand];
 
 export function leaseCommand(globals: GlobalContext): Command {
-  const lease = new Command('lease')
-    .description('extend, inspect, list and watch broker leases')
-    .showHelpAfterError('(add --help for usage)')
-    .addHelpText(
-      'after',
-      `
+  const lease = new Command('lease').description('extend, inspect, list and watch broker leases').addHelpText(
+    'after',
+    `
 Examples:
   queenctl lease extend "$LEASE" --seconds 120
   queenctl lease inspect "$LEASE" -o json
   queenctl lease list --queue orders --partition p7
   queenctl lease watch "$LEASE" -- ./process-batch.sh`,
-    );
+  );
   // As lease.command() would: a verb built on its own takes the group's settings (help after an error).
   for (const verb of VERBS) lease.addCommand(verb(globals).copyInheritedSettings(lease));
   return lease;
