@@ -116,9 +116,13 @@ esac`,
   await run('queenctl lease list --queue orders --partition p7 --expiry -o table', env);
   step(
     '8. Extend everything on a queue before a maintenance window',
-    '-o name prints the lease ids alone, one per line: what extend -, inspect - and watch - read.',
+    '-o name prints the lease ids alone, one per line: what extend -, inspect - and watch - read; ' +
+      '--allow-empty makes a queue with no lease nothing to do (exit 0), as xargs -r does.',
   );
-  await run('queenctl lease list --queue orders -o name | queenctl lease extend - --seconds 600 -o table', env);
+  await run(
+    'queenctl lease list --queue orders -o name | queenctl lease extend - --allow-empty --seconds 600 -o table',
+    env,
+  );
 
   step(
     '9. Keep a lease alive around a job',
@@ -136,7 +140,9 @@ esac`,
       'and exits 4.',
   );
   const release = setTimeout(() => sim.release(doomed), 2_000);
-  const stoppable = `sh -c 'trap "echo job: stopping cleanly; exit 143" TERM; while :; do sleep 0.2; done'`;
+  // The loop's stderr goes to /dev/null: the shell reports the `sleep` that SIGTERM ended as a
+  // bare "Terminated" there, which reads as if queenctl had been killed (issue 33).
+  const stoppable = `sh -c 'trap "echo job: stopping cleanly; exit 143" TERM; while :; do sleep 0.2; done 2>/dev/null'`;
   await run(`queenctl lease watch ${doomed} --seconds 6 --every 1s -- ${stoppable}`, env);
   clearTimeout(release);
 

@@ -38,7 +38,7 @@ const GROUPS = [
   {
     name: 'process-2',
     waits: true,
-    files: ['watch', 'loads', 'readers-and-signals', 'completion', 'lease-completion', 'exit-codes'].map(
+    files: ['watch', 'loads', 'readers-and-signals', 'completion', 'lease-completion', 'exit-codes', 'demo-job'].map(
       (name) => `process/${name}.test.js`,
     ),
   },

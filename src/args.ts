@@ -109,7 +109,19 @@ export interface StdinLike extends AsyncIterable<Buffer | string> {
  * Expands the `<leaseId...>` arguments: `-` reads whitespace-separated ids from stdin. The
  * arguments are checked before anything is sent; ids from stdin as they arrive.
  */
-export function leaseIdSource(args: readonly string[], openStdin: StdinLike | (() => StdinLike)): LeaseIdSource {
+/** How a verb reads `-`: its name for hints, and whether empty standard input is no error. */
+export interface LeaseIdReading {
+  /** The verb a hint tells people to pipe into (default `extend`). */
+  verb?: string;
+  /** --allow-empty (docs/cli-contract.md): no id on standard input is nothing to do, not an error. */
+  allowEmpty?: boolean;
+}
+
+export function leaseIdSource(
+  args: readonly string[],
+  openStdin: StdinLike | (() => StdinLike),
+  reading: LeaseIdReading = {},
+): LeaseIdSource {
   // Standard input is opened only for `-`: creating process.stdin costs start-up time.
   let opened: StdinLike | undefined;
   const stdinStream = (): StdinLike => (opened ??= typeof openStdin === 'function' ? openStdin() : openStdin);
@@ -122,7 +134,7 @@ export function leaseIdSource(args: readonly string[], openStdin: StdinLike | ((
   if (readsStdin && stdinStream().isTTY) {
     throw new UsageError(
       '- reads lease ids from standard input, but it is a terminal',
-      'pipe them in: cat ids.txt | queenctl lease extend -',
+      `pipe them in: cat ids.txt | queenctl lease ${reading.verb ?? 'extend'} -`,
     );
   }
   let cancelled = false;
@@ -153,7 +165,12 @@ export function leaseIdSource(args: readonly string[], openStdin: StdinLike | ((
             `cannot read lease ids from standard input: ${code ?? (error as Error)?.message ?? String(error)}`,
           );
         }
-        if (count === 0) throw new UsageError('no lease ids on standard input', 'separate ids by spaces or newlines');
+        if (count === 0 && !reading.allowEmpty) {
+          throw new UsageError(
+            'no lease ids on standard input',
+            'separate ids by spaces or newlines; --allow-empty makes an empty input nothing to do (exit 0)',
+          );
+        }
       }
     })(),
   };

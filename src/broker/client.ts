@@ -10,6 +10,7 @@
  */
 import { systemClock, type Clock } from '../clock.js';
 import { BrokerError, QueenctlError, UsageError } from '../exit.js';
+import { formatDuration } from '../output/duration.js';
 import {
   GROUPS_PATH,
   groupPath,
@@ -492,19 +493,31 @@ function combine(failures: Array<{ replica: Replica; error: BrokerError }>, doin
 
 /** Maps a transport failure to a BrokerError that says what happened and what to do. */
 export function transportError(failure: TransportFailure, server: string): BrokerError {
+  const hint =
+    "requests go through the proxy of HTTPS_PROXY/HTTP_PROXY: check it is up, or list the broker's host in NO_PROXY";
+  // Through a proxy, the connection that is refused or whose host is unknown is the proxy's
+  // own: a working proxy that cannot reach the broker answers with an HTTP status (502) instead.
+  if (failure.viaProxy && (failure.kind === 'refused' || failure.kind === 'host-not-found')) {
+    const what = failure.kind === 'refused' ? 'connection refused' : 'host not found';
+    return new BrokerError(`cannot reach the proxy in front of ${server}: ${what}`, true, hint);
+  }
   const error = describeFailure(failure, server);
   if (!failure.viaProxy) return error;
   // The address that failed may be the proxy's: say that it is in the way.
-  return new BrokerError(
-    error.message,
-    error.transient,
-    `requests go through the proxy of HTTPS_PROXY/HTTP_PROXY: check it is up, or list the broker's host in NO_PROXY`,
-  );
+  return new BrokerError(error.message, error.transient, hint);
 }
 
 function describeFailure({ kind, message: detail, code }: TransportFailure, server: string): BrokerError {
   switch (kind) {
     case 'tls':
+      // OpenSSL's "wrong version number": the port speaks plain HTTP, and --insecure cannot help.
+      if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || /wrong version number/i.test(detail)) {
+        return new BrokerError(
+          `TLS connection to ${server} failed: the server answered in plain HTTP, not TLS`,
+          false,
+          'use http:// instead of https:// (in --server, QUEEN_SERVER or the context)',
+        );
+      }
       return new BrokerError(
         `TLS connection to ${server} failed: ${detail}`,
         false,
@@ -588,6 +601,7 @@ export function leaseIdSegment(leaseId: string): string {
   return encodeURIComponent(leaseId);
 }
 
+/** A deadline as people read it: 3999 ms (a renewal's deadline cut to its lease's expiry) is 4s. */
 function formatMs(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+  return formatDuration(ms);
 }

@@ -6,7 +6,7 @@
  * The rule that matters most: `renewed` decides. HTTP 200 and `success: true` are never taken
  * as evidence that a lease was renewed.
  */
-import { formatDuration } from '../output/duration.js';
+import { formatCountdown } from '../output/duration.js';
 import { AuthError, BrokerError } from '../exit.js';
 
 /** The six documented keys, exactly as the contract prints them. */
@@ -168,7 +168,7 @@ export function statusError(
   }
   // A rate limit or an overload with Retry-After says when to come back (see broker/retry.ts).
   const retryAfter = status === 429 || status === 503 ? retryAfterMs(answer.headers) : undefined;
-  const asked = retryAfter === undefined ? '' : `; it asked to retry after ${formatDuration(retryAfter)}`;
+  const asked = retryAfter === undefined ? '' : `; it asked to retry after ${formatCountdown(retryAfter)}`;
   if (status === 429) {
     return new BrokerError(
       `the broker, or a proxy in front of it, is rate-limiting requests (HTTP 429${saidText})${asked}`,

@@ -6,6 +6,7 @@
 import { Command, type OutputConfiguration } from 'commander';
 import type { BuildInfo } from '../build-info.js';
 import { UsageError } from '../exit.js';
+import { errorMessage } from '../output/words.js';
 import { completeCommand, completionCommand } from './completion.js';
 import { configCommand } from './config/index.js';
 import { addGlobalOptions, type GlobalContext } from './globals.js';
@@ -29,7 +30,6 @@ export function buildProgram(globals: GlobalContext, build: ProgramBuild, output
   const program = addGlobalOptions(new Command('queenctl'))
     .description('Lease tooling for Queen MQ operators: renewals that never call a dead lease renewed')
     .version(build.version, '--version', 'print the version')
-    .showHelpAfterError('(add --help for usage)')
     .exitOverride();
   program.addCommand(leaseCommand(globals));
   program.addCommand(configCommand(globals));
@@ -57,9 +57,39 @@ Examples:
   const everyCommand = (command: Command): Command[] => [command, ...command.commands.flatMap(everyCommand)];
   for (const command of everyCommand(program)) {
     command.exitOverride().configureHelp({ showGlobalOptions: true });
-    if (output) command.configureOutput(output);
+    // Commander's usage errors in queenctl's voice, with the line every error has on what to do
+    // (its "(add --help for usage)" is that line's job now); still exit 1 (cli.ts).
+    command.showHelpAfterError(false);
+    if (output) {
+      command.configureOutput({
+        ...output,
+        outputError: (text, write) => write(usageErrorText(text, commandPath(command))),
+      });
+    }
   }
   return program;
+}
+
+/** `queenctl lease extend`: the words that run `command`. */
+function commandPath(command: Command): string {
+  const names: string[] = [];
+  for (let at: Command | null = command; at; at = at.parent) names.unshift(at.name());
+  return names.join(' ');
+}
+
+/**
+ * A usage error of commander's (`error: unknown option '--x'`, and its `(Did you mean …?)`) as
+ * queenctl says every error: `queenctl: <what>`, then what to do.
+ */
+export function usageErrorText(text: string, path: string): string {
+  let message = text.trim().replace(/^error: /, '');
+  let suggestion = '';
+  const didYouMean = /\n?\(Did you mean (.+)\?\)$/.exec(message);
+  if (didYouMean) {
+    message = message.slice(0, didYouMean.index).trimEnd();
+    suggestion = `did you mean ${didYouMean[1]}? `;
+  }
+  return errorMessage(new UsageError(message, `${suggestion}see ${path} --help for its usage`));
 }
 
 /**

@@ -41,16 +41,16 @@ export function proxySettings(env: NodeJS.ProcessEnv): ProxySettings | undefined
  * later as a bad broker address. The value may hold a password: never quoted.
  */
 function proxyAddress(name: string, value: string): string {
-  const upper = name.toUpperCase();
+  // Messages name the variable that was read: http_proxy=ftp://x is not HTTP_PROXY's fault.
   const url = value.includes('://') ? value : `http://${value}`;
   let protocol: string;
   try {
     protocol = new URL(url).protocol;
   } catch {
-    throw new UsageError(`${upper} is not a URL`, HINT);
+    throw new UsageError(`${name} is not a URL`, HINT);
   }
   if (!PROXY_PROTOCOLS.has(protocol)) {
-    throw new UsageError(`${upper} does not start with http://, https:// or socks5://`, HINT);
+    throw new UsageError(`${name} does not start with http://, https:// or socks5://`, HINT);
   }
   return url;
 }

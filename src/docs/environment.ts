@@ -47,7 +47,7 @@ export const ENVIRONMENT: readonly Entry[] = [
     name: 'QUEEN_LEASE_ID, QUEEN_LEASE_IDS, QUEEN_LEASE_EXPIRES_AT',
     text:
       'set for the command lease watch runs: the first lease id, all of them separated by spaces, and the ' +
-      "first lease's expiry; QUEEN_TOKEN is removed from that command's environment.",
+      "earliest expiry of them all as the broker wrote it; QUEEN_TOKEN is removed from that command's environment.",
   },
 ];
 

@@ -266,20 +266,25 @@ export async function parseJsonPath(
   const parse: Parse = (rfc) => query(null, rfc);
   const goForm = !expression.includes('{');
   const parts: Part[] = goForm
-    ? [
-        { kind: 'path', path: checkPath(parse, expression, expression, 0) },
-        { kind: 'text', text: '\n' },
-      ]
+    ? [{ kind: 'path', path: checkPath(parse, expression, expression, 0) }]
     : parseTemplate(parse, expression);
   const show: ShowValue = terminal ? (value) => escapeText(valueText(value)) : valueText;
   const render = (value: unknown): string => {
     // What -o json would print: the records are plain JSON values already.
     const json = JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
-    return renderParts(query as Query, parts, json, json, show);
+    if (!goForm) return renderParts(query as Query, parts, json, json, show);
+    // The Go form's line ends with a newline, but a path that selects nothing prints nothing
+    // (docs/cli-contract.md#jsonpath-output), not an empty line.
+    const [path] = parts as [Extract<Part, { kind: 'path' }>];
+    const values = (query as Query)(json, path.path.query);
+    return values.length === 0 ? '' : `${values.map(show).join(' ')}\n`;
   };
   return {
     expression,
     render,
-    renderLine: (value) => `${render(value).replace(/\n+$/, '')}\n`,
+    renderLine: (value) => {
+      const text = render(value);
+      return text === '' ? '' : `${text.replace(/\n+$/, '')}\n`;
+    },
   };
 }

@@ -9,6 +9,13 @@ import { errorMessage, listSome, LOST_LEASE_ACTION, lostLeaseMeaning, warningMes
 
 const EXAMPLES = 5;
 
+/** What a run that stopped early left unsent (renew-all.ts), in words; none: nothing to say. */
+const UNSENT: Record<RenewAllSummary['unsent'], string> = {
+  none: '',
+  some: 'the remaining lease ids were not sent',
+  unknown: 'no further lease id was read or sent',
+};
+
 interface Group {
   count: number;
   examples: string[];
@@ -96,16 +103,15 @@ export class RunReport {
       const sent = held + notHeld + failed > 0 ? '; no lease id after it was sent' : '; nothing was sent';
       lines.push(errorMessage(summary.inputError).replace(/\n/, `${sent}\n`));
     }
-    if (!single && summary.stoppedBy === 'auth')
-      lines.push('queenctl: stopped at the first refusal: the remaining lease ids were not sent\n');
-    if (!single && summary.stoppedBy === 'broker') {
-      lines.push(
-        `queenctl: stopped ${this.done()}: the broker kept failing; ` +
-          'the remaining lease ids were not sent (rerun them once it answers)\n',
-      );
+    // Said only of ids that were left: with --concurrency above 1 the last ones may all have
+    // been in flight already when the run stopped issuing.
+    const rest = UNSENT[summary.unsent];
+    if (!single && summary.stoppedBy === 'auth' && rest)
+      lines.push(`queenctl: stopped at the first refusal ${this.done()}: ${rest}\n`);
+    if (!single && summary.stoppedBy === 'broker' && rest) {
+      lines.push(`queenctl: stopped ${this.done()}: the broker kept failing; ${rest} (rerun them once it answers)\n`);
     }
-    if (summary.stoppedBy === 'signal')
-      lines.push(`queenctl: interrupted ${this.done()}; the remaining lease ids were not sent\n`);
+    if (summary.stoppedBy === 'signal') lines.push(`queenctl: interrupted ${this.done()}${rest ? `; ${rest}` : ''}\n`);
     return lines.join('');
   }
 }

@@ -27,7 +27,7 @@ import type {
 } from '../renewal/events.js';
 import type { CannotKeepUp } from '../renewal/concurrency.js';
 import type { WatchFailure, WatchStatus } from '../renewal/scheduler.js';
-import { formatDuration } from './duration.js';
+import { formatCountdown, formatDuration } from './duration.js';
 import { isJsonPath, type OutputFormat } from './format.js';
 import type { JsonPathTemplate } from './jsonpath.js';
 import { escapeText } from './sanitise.js';
@@ -69,6 +69,8 @@ export interface WatchRendererOptions {
   firstLeaseId: string;
   /** The spinner asks for this every time it redraws its text. */
   status: () => WatchStatus;
+  /** With a command: whether it was started (a lease lost before it started stops it never ran). */
+  commandStarted?: () => boolean;
 }
 
 /**
@@ -117,11 +119,11 @@ export function lostWords(event: LostEvent): string {
 function retryWords(event: RetryEvent): string {
   const left =
     event.remainingMs === null ? 'not renewed yet' : `${formatDuration(event.remainingMs)} left on the lease`;
-  const retry = `retry ${event.attempt} in ${formatDuration(event.retryInMs)}`;
+  const retry = `retry ${event.attempt} in ${formatCountdown(event.retryInMs)}`;
   return `lease ${event.leaseId}: ${event.error}; ${retry} (${left})`;
 }
 
-function stoppedWords(event: StoppedEvent): string {
+function stoppedWords(event: StoppedEvent, commandStarted: boolean): string {
   switch (event.reason) {
     case 'for':
       if (event.neverRenewed) return `lease ${event.leaseId}: --for has elapsed; ${event.error ?? 'never renewed'}`;
@@ -132,8 +134,10 @@ function stoppedWords(event: StoppedEvent): string {
       return `lease ${event.leaseId}: the command has ended; no longer renewed`;
     case 'error':
       return `lease ${event.leaseId} cannot be watched: ${event.error ?? 'error'}`;
-    case 'lease-lost':
-      return `lease ${event.leaseId}: another lease of this watch is gone and the command with it; no longer renewed`;
+    case 'lease-lost': {
+      const command = commandStarted ? ' and the command with it' : ', so the command was not started';
+      return `lease ${event.leaseId}: another lease of this watch is gone${command}; no longer renewed`;
+    }
   }
 }
 
@@ -184,19 +188,19 @@ export function cannotKeepUpWarning(shortfall: CannotKeepUp): string {
   );
 }
 
-export function eventWords(event: WatchEvent): string {
+export function eventWords(event: WatchEvent, commandStarted = true): string {
   switch (event.event) {
     case 'renewed':
       return (
         `lease ${event.leaseId} renewed (${partitions(event.renewed)}) until ${event.expiresAt}: ` +
-        `${formatDuration(event.remainingMs)} left, next renewal in ${formatDuration(event.nextRenewalInMs)}`
+        `${formatDuration(event.remainingMs)} left, next renewal in ${formatCountdown(event.nextRenewalInMs)}`
       );
     case 'retry':
       return retryWords(event);
     case 'lost':
       return lostWords(event);
     case 'stopped':
-      return stoppedWords(event);
+      return stoppedWords(event, commandStarted);
     case 'outage':
       return outageWords(event);
     case 'recovered':
@@ -240,10 +244,14 @@ export function childNotStartedNote(command: string): string {
 }
 
 export function childStartFailed(command: string, exit: ChildExit): string {
+  const code = exit.startError?.code;
   const why =
-    exit.startError?.code === 'ENOENT'
+    code === 'ENOENT'
       ? 'not found (check the name and PATH)'
-      : (exit.startError?.message ?? 'cannot be run');
+      : code === 'EACCES'
+        ? 'permission denied: it is not an executable file, or a directory on its way cannot be searched ' +
+          '(check it with ls -l; chmod +x makes a script executable)'
+        : (exit.startError?.message ?? 'cannot be run');
   return line(`cannot run ${command}: ${why}`);
 }
 
@@ -253,7 +261,7 @@ export function childExitedNote(command: string, exit: ChildExit): string {
 }
 
 export function forwardedNote(signal: NodeJS.Signals, command: string, killAfterMs: number): string {
-  const limit = signal === 'SIGHUP' ? '' : `, SIGKILL in ${formatDuration(killAfterMs)} if it ignores it`;
+  const limit = signal === 'SIGHUP' ? '' : `, SIGKILL in ${formatCountdown(killAfterMs)} if it ignores it`;
   return (
     `${signal}: passed on to ${command} and its process group; ` +
     `waiting for it to exit${limit} (renewal goes on meanwhile)`
@@ -261,12 +269,12 @@ export function forwardedNote(signal: NodeJS.Signals, command: string, killAfter
 }
 
 export function stoppingChildOnLoss(command: string, killAfterMs: number): string {
-  const kill = `SIGKILL in ${formatDuration(killAfterMs)} if it is still running`;
+  const kill = `SIGKILL in ${formatCountdown(killAfterMs)} if it is still running`;
   return line(`stopping ${command}: SIGTERM to its process group now, ${kill}`);
 }
 
 export function stoppingChildOnRefusal(command: string, killAfterMs: number): string {
-  const stop = `SIGTERM to its process group, SIGKILL in ${formatDuration(killAfterMs)}`;
+  const stop = `SIGTERM to its process group, SIGKILL in ${formatCountdown(killAfterMs)}`;
   return line(`stopping ${command}: the lease cannot be renewed any more; ${stop}`);
 }
 
@@ -279,7 +287,7 @@ export function killedAfterNote(command: string, killAfterMs: number): string {
 export function leftoverNote(command: string, killAfterMs: number): string {
   return (
     `${command} exited but left processes running in its process group; they are no longer covered ` +
-    `by a renewed lease: SIGTERM now, SIGKILL in ${formatDuration(killAfterMs)}`
+    `by a renewed lease: SIGTERM now, SIGKILL in ${formatCountdown(killAfterMs)}`
   );
 }
 
@@ -291,7 +299,7 @@ function stillDownLine(status: WatchStatus, now: number): string {
 export function spinnerText(status: WatchStatus, now: number, leaseCount: number, leaseId: string): string {
   const parts: string[] = [];
   const expiry = status.earliestDeadline === null ? null : formatDuration(status.earliestDeadline - now);
-  const next = status.nextRenewalAt === null ? null : formatDuration(Math.max(0, status.nextRenewalAt - now));
+  const next = status.nextRenewalAt === null ? null : formatCountdown(status.nextRenewalAt - now);
   if (leaseCount === 1) {
     parts.push(`lease ${leaseId}: ${status.renewals} renewal${status.renewals === 1 ? '' : 's'}`);
     parts.push(expiry === null ? 'not renewed yet' : `expires in ${expiry}`);
@@ -302,9 +310,7 @@ export function spinnerText(status: WatchStatus, now: number, leaseCount: number
   if (status.outage) {
     // The one fact that matters while it lasts, instead of the next renewal.
     const probe =
-      status.outage.nextProbeAt === null
-        ? ''
-        : `, next probe in ${formatDuration(Math.max(0, status.outage.nextProbeAt - now))}`;
+      status.outage.nextProbeAt === null ? '' : `, next probe in ${formatCountdown(status.outage.nextProbeAt - now)}`;
     parts.push(`BROKER DOWN for ${formatDuration(now - status.outage.since)}${probe}`);
   } else if (next !== null) parts.push(`next renewal in ${next}`);
   if (status.lastError) {
@@ -358,6 +364,7 @@ async function yamlDocuments(): Promise<(event: WatchEvent) => string> {
 export async function watchRenderer(options: WatchRendererOptions): Promise<WatchRenderer> {
   const { stdout, stderr } = options;
   const mode = options.mode === 'spinner' && !canSpin(stderr) ? 'log' : options.mode;
+  const words = (event: WatchEvent): string => eventWords(event, options.commandStarted?.() ?? true);
   let explainedLoss = false;
   const explainLoss = (): void => {
     if (explainedLoss) return;
@@ -375,7 +382,7 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
         // A loss is the one event people must see whatever was asked for. Errors that end a
         // lease's watch are summed up once by the command instead of once per lease.
         if (event.event !== 'lost') return;
-        stderr.write(line(eventWords(event)));
+        stderr.write(line(words(event)));
         explainLoss();
       },
       warn: (text) => void (!options.quiet && stderr.write(line(`warning: ${text}`))),
@@ -394,7 +401,7 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     };
     return {
       event(event) {
-        stderr.write(line(`${timeOf(event.at)} ${eventWords(event)}`));
+        stderr.write(line(`${timeOf(event.at)} ${words(event)}`));
         if (event.event === 'lost') explainLoss();
         if (event.event === 'outage') outageTimer ??= setInterval(stillDown, OUTAGE_REFRESH_MS).unref();
         if (event.event === 'recovered') outageTimer = void clearInterval(outageTimer);
@@ -434,13 +441,13 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
   return {
     event(event) {
       if (event.event === 'renewed') return refresh();
-      const words = eventWords(event);
+      const said = words(event);
       const bad =
         event.event === 'lost' ||
         event.event === 'outage' ||
         (event.event === 'stopped' && (event.reason === 'error' || event.neverRenewed === true));
       const paint = bad ? style.bad : event.event === 'retry' ? style.warn : (plain: string) => plain;
-      above(line(`${timeOf(event.at)} ${words}`, paint));
+      above(line(`${timeOf(event.at)} ${said}`, paint));
       if (event.event === 'lost') explainLoss();
       refresh();
     },

@@ -3,7 +3,7 @@
  * to do. Commands decide what happened; this module says it.
  */
 import { QueenctlError } from '../exit.js';
-import { formatDuration } from './duration.js';
+import { formatCountdown } from './duration.js';
 import { escapeText } from './sanitise.js';
 
 /** Why renewed: 0 happens and what to do about it (docs/broker.md#lost-lease). */
@@ -48,7 +48,7 @@ function escapeLines(text: string): string {
 
 /** A request of extend or inspect that is retried: the lease, the error, the next try. */
 export function retryNote(leaseId: string, message: string, attempt: number, retries: number, delayMs: number): string {
-  const retry = `retry ${attempt} of ${retries} in ${formatDuration(delayMs)}`;
+  const retry = `retry ${attempt} of ${retries} in ${formatCountdown(delayMs)}`;
   return `queenctl: ${escapeText(leaseId)}: ${escapeText(message)}; ${retry}\n`;
 }
 
@@ -85,4 +85,23 @@ export function configDirectoryFailure(directory: string, level: string, code: s
 /** The config file could not be written (its temporary file, its fsync or its rename); one line. */
 export function configWriteFailure(path: string, code: string): string {
   return `cannot write the config file ${path}: ${FILE_SYSTEM_REASONS[code] ?? code}; ${CONFIG_ELSEWHERE}`;
+}
+
+/**
+ * `word` as a shell needs it to stay one word when a person pastes it: bare when it is plain,
+ * else in single quotes (a quote inside as '\''), and with $'…' escapes when it holds a control
+ * character, which is never printed as is (bash, zsh and POSIX.1-2024 shells read $'…').
+ */
+export function shellWord(word: string): string {
+  if (/^[A-Za-z0-9@%+=:,./_-]+$/.test(word)) return word;
+  const control = /[\u0000-\u001f\u007f-\u009f]/;
+  if (!control.test(word)) return `'${word.replaceAll("'", "'\\''")}'`;
+  let escaped = '';
+  for (const char of word) {
+    const code = char.codePointAt(0) as number;
+    if (char === '\\' || char === "'") escaped += `\\${char}`;
+    else if (control.test(char)) escaped += `\\x${code.toString(16).padStart(2, '0')}`;
+    else escaped += char;
+  }
+  return `$'${escaped}'`;
 }

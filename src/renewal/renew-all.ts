@@ -34,6 +34,12 @@ export interface RenewAllSummary {
   stoppedBy: 'auth' | 'broker' | 'signal' | null;
   /** A bad id on standard input: ids before it were renewed, none after it. */
   inputError: UsageError | null;
+  /**
+   * Whether lease ids were left unsent when it stopped early: `none` when every id had been
+   * sent (in flight already, with --concurrency above 1), `unknown` when standard input had
+   * nothing more to read yet. Meaningless when it did not stop early.
+   */
+  unsent: 'none' | 'some' | 'unknown';
 }
 
 /**
@@ -90,6 +96,24 @@ async function renewOne(
   }
 }
 
+/**
+ * Whether a read of the next id, once a run stopped early, finds one: arguments answer at once;
+ * standard input that has nothing ready is `unknown` (nobody waits for a producer then).
+ */
+async function anyLeft(read: Promise<Step>): Promise<'none' | 'some' | 'unknown'> {
+  const step = await Promise.race([read, new Promise<null>((resolve) => setImmediate(resolve, null))]);
+  if (step === null) return 'unknown';
+  // A bad id after the stop is still an id that was not sent.
+  return step.kind === 'id' && step.next.done ? 'none' : 'some';
+}
+
+function readStep(ids: AsyncIterator<string>): Promise<Step> {
+  return ids.next().then(
+    (next): Step => ({ kind: 'id', next }),
+    (error: unknown): Step => ({ kind: 'input-error', error }),
+  );
+}
+
 type Step =
   | { kind: 'id'; next: IteratorResult<string> }
   | { kind: 'input-error'; error: unknown }
@@ -104,7 +128,7 @@ export async function renewAll(
 ): Promise<RenewAllSummary> {
   const ids = source.ids[Symbol.asyncIterator]();
   const inFlight: Promise<LeaseOutcome>[] = [];
-  const summary: RenewAllSummary = { stoppedBy: null, inputError: null };
+  const summary: RenewAllSummary = { stoppedBy: null, inputError: null, unsent: 'none' };
   let consecutiveFailures = 0;
   const gate: RetryAfterGate = { until: 0 };
   const { signal } = context;
@@ -126,10 +150,7 @@ export async function renewAll(
       if (!exhausted && !stopIssuing() && inFlight.length < options.concurrency) {
         // Standard input may be slow (a producer still working) or never end: wait for the next
         // id, but hand on answers meanwhile and stop at once on a signal.
-        reading ??= ids.next().then(
-          (next): Step => ({ kind: 'id', next }),
-          (error: unknown): Step => ({ kind: 'input-error', error }),
-        );
+        reading ??= readStep(ids);
         const pending = reading;
         const head = inFlight[0];
         const step = await new Promise<Step>((resolve) => {
@@ -167,6 +188,10 @@ export async function renewAll(
       consecutiveFailures = brokerDown ? consecutiveFailures + 1 : 0;
       if (consecutiveFailures >= options.concurrency) summary.stoppedBy ??= 'broker';
       await onOutcome(outcome);
+    }
+    if (!exhausted && summary.stoppedBy !== null) {
+      reading ??= readStep(ids);
+      summary.unsent = await anyLeft(reading);
     }
   } finally {
     signal.removeEventListener('abort', onAbort);

@@ -110,12 +110,18 @@ it('npm install -g of the package as npm packs it gives a working queenctl on PA
   skip: npmPackage,
   timeout: 120_000,
 }, async () => {
-  // One npm for both steps: --install-links packs the directory as `npm pack` does (its `files`,
-  // the same packer) and installs that tarball, not a link to the working tree. The build already
-  // ran (npm test builds first); --ignore-scripts packs what it made. Its dependencies from npm's
-  // cache when they are there (they are: `npm ci` put them there).
-  const npmArgs = ['install', '-g', '--install-links', '--ignore-scripts', '--prefer-offline'];
-  await execFile('npm', [...npmArgs, '--no-audit', '--no-fund', '--silent', ROOT], { env });
+  // Packed by `npm pack` itself, its prepack and postpack included (scripts/pack-manifest.mjs:
+  // the packed package.json has no scripts; the build already ran, npm test builds first), then
+  // that tarball installed as a user installs it. Its dependencies from npm's cache when they are
+  // there (they are: `npm ci` put them there).
+  const packed = await execFile('npm', ['pack', '--silent', '--pack-destination', scratch, ROOT], { env });
+  const tarball = join(scratch, packed.stdout.trim().split('\n').at(-1) as string);
+  const manifest = spawnSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' }).stdout;
+  assert.equal(JSON.parse(manifest).scripts, undefined, 'the packed package.json has no scripts');
+  const npmArgs = ['install', '-g', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel', 'warn'];
+  const install = await execFile('npm', [...npmArgs, tarball], { env });
+  // Issue 33: the package carried `prepare`, and npm warned of install scripts not allowed.
+  assert.doesNotMatch(install.stderr, /warn/i, `npm install -g warned:\n${install.stderr}`);
   installed = join(scratch, 'prefix', 'lib', 'node_modules', 'queenctl');
   assert.ok(!lstatSync(installed).isSymbolicLink(), 'a copy of the package, not a link to the working tree');
   assert.equal(existsSync(join(installed, 'src')), false, 'only what package.json `files` names');

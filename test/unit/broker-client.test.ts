@@ -286,7 +286,7 @@ describe('deadlines', () => {
     const pending = broker.extend(LEASE, 30, { timeoutMs: 2_500 });
     await settle();
     clock.advance(2_500);
-    assert.equal((await rejection(pending)).message, `no answer from ${A} within 2500ms`);
+    assert.equal((await rejection(pending)).message, `no answer from ${A} within 2.5s`);
   });
 
   it('a replica that hangs gets an equal share of the time, and the next one the rest', async () => {
@@ -463,7 +463,7 @@ describe('each failure, as the typed error a command reports', () => {
       what: 'a failure through a proxy',
       handler: failing('refused', 'ECONNREFUSED', 'connect ECONNREFUSED', true),
       type: BrokerError,
-      message: /^cannot reach the broker at http:\/\/a\.test:6632: connection refused$/,
+      message: /^cannot reach the proxy in front of http:\/\/a\.test:6632: connection refused$/,
       transient: true,
       hint: /HTTPS_PROXY\/HTTP_PROXY.*NO_PROXY/,
     },

@@ -33,7 +33,14 @@ describe('-o jsonpath=, the Go form', () => {
     assert.equal(await render('.rows[1]', listing), '{"partition":"p2"}\n');
     assert.equal(await render('.rows', listing), '[{"partition":"p1"},{"partition":"p2"}]\n');
     assert.equal(await render('.expiresAt', dead), 'null\n');
-    assert.equal(await render('.nope', dead), '\n');
+    assert.equal(await render('.nope', dead), '', 'a path that selects nothing prints nothing, not an empty line');
+    assert.equal(await render('.error', { error: '' }), '\n', 'an empty string is something: an empty line');
+  });
+
+  it('a stream prints no line for an event a path selects nothing of', async () => {
+    const template = await parseJsonPath('.detail');
+    assert.equal(template.renderLine({ event: 'renewed' }), '');
+    assert.equal(template.renderLine({ event: 'lost', detail: 'gone' }), 'gone\n');
   });
 
   it('reads a member name with a dash, as kubectl does', async () => {

@@ -201,5 +201,12 @@ describe('lease list --watch', () => {
         ['removed', 'B'],
       ],
     );
+    for (const removed of lines.slice(3)) assert.match(removed, /NO$/, 'a removed row is not live');
+  });
+
+  it('a removed record is live: false in JSON too', async () => {
+    const { io } = await watchList([[holder('A', 'p1')], []], { stopAfterPolls: 2 });
+    const removed = JSON.parse(io.stdout.text.trim().split('\n')[1] as string);
+    assert.deepEqual(removed, { event: 'removed', ...record('A', ['p1'], false) });
   });
 });

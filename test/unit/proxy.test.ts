@@ -72,7 +72,7 @@ describe('proxySettings', () => {
       () => proxySettings({ https_proxy: 'ftp://ops:hunter2@proxy.internal' }),
       (error) =>
         error instanceof UsageError &&
-        error.message === 'HTTPS_PROXY does not start with http://, https:// or socks5://' &&
+        error.message === 'https_proxy does not start with http://, https:// or socks5://' &&
         !error.message.includes('hunter2'),
     );
     for (const value of ['https://proxy.internal:3128', 'socks5://proxy.internal:1080']) {

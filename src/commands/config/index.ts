@@ -14,7 +14,6 @@ and token (overriding only the server keeps the context's token).`;
 export function configCommand(globals: GlobalContext): Command {
   const config = new Command('config')
     .description('show and edit contexts: which broker to use and where its token is kept')
-    .showHelpAfterError('(add --help for usage)')
     .addHelpText(
       'after',
       `${FILE_HELP}

@@ -12,7 +12,7 @@ import { parseKeychainRef } from '../../config/keychain.js';
 import { DEFAULT_SERVER, parseServers } from '../../config/resolve.js';
 import { ExitCode, UsageError } from '../../exit.js';
 import { write } from '../../io.js';
-import { warningMessage } from '../../output/words.js';
+import { shellWord, warningMessage } from '../../output/words.js';
 import { warnOfConfig, type LocalRuntime } from '../globals.js';
 
 export interface SetContextOptions {
@@ -131,14 +131,12 @@ export async function runSetContext(options: SetContextOptions, runtime: LocalRu
       created && Object.values(changes).every((value) => value === null)
         ? `Created an empty context ${quoted} in ${config.config.path}: no server (so ${DEFAULT_SERVER}) ` +
             'and no token.\n' +
-            `Fill it in with: queenctl config set-context ${options.name} --server <url> --token-ref <ref>\n`
+            `Fill it in with: queenctl config set-context ${shellWord(options.name)} --server <url> --token-ref <ref>\n`
         : `Context ${quoted} ${created ? 'created' : 'modified'} in ${config.config.path}.\n`,
     );
     if (created && config.config.currentContext !== options.name) {
-      await write(
-        io.stdout,
-        `Use it with: queenctl config use-context ${options.name}   (or --context ${options.name})\n`,
-      );
+      const name = shellWord(options.name);
+      await write(io.stdout, `Use it with: queenctl config use-context ${name}   (or --context ${name})\n`);
     }
   }
   for (const warning of warnings) await write(io.stderr, warningMessage(warning));

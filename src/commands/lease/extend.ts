@@ -12,7 +12,7 @@ import { bad, ok, type Cell } from '../../output/table.js';
 import type { GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { leaseRunOptions, requestsFor, runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
-import { exitCodesHelp, LEASE_IDS_ARGUMENT, retriesOption, secondsOption } from './options.js';
+import { allowEmptyOption, exitCodesHelp, LEASE_IDS_ARGUMENT, retriesOption, secondsOption } from './options.js';
 import type { LeaseOutcome } from '../../renewal/renew-all.js';
 
 export type ExtendOptions = LeaseRunOptions;
@@ -23,6 +23,7 @@ export function extendCommand(globals: GlobalContext): Command {
     .argument(...LEASE_IDS_ARGUMENT)
     .addOption(secondsOption('60', 'extend to now + seconds on the broker clock (1 to 2147483647)'))
     .addOption(retriesOption())
+    .addOption(allowEmptyOption())
     .addHelpText(
       'after',
       `
@@ -42,14 +43,20 @@ Examples:
   cut -f1 leases.txt | queenctl lease extend - -o ndjson
   queenctl lease extend "$LEASE" -q || echo "lease lost: stop the job"`,
     )
-    .action(async (leaseIds: string[], options: { seconds: number; retries: number }, command: Command) => {
-      await globals.run(
-        command,
-        (runtime, settings) =>
-          runExtend({ ...leaseRunOptions(leaseIds, options.retries, settings), seconds: options.seconds }, runtime),
-        { requests: requestsFor(leaseIds) },
-      );
-    });
+    .action(
+      async (
+        leaseIds: string[],
+        options: { seconds: number; retries: number; allowEmpty?: boolean },
+        command: Command,
+      ) => {
+        await globals.run(
+          command,
+          (runtime, settings) =>
+            runExtend({ ...leaseRunOptions(leaseIds, options, settings), seconds: options.seconds }, runtime),
+          { requests: requestsFor(leaseIds) },
+        );
+      },
+    );
 }
 
 /** One lease's JSON record: the six keys as the broker sent them, plus what went wrong. */
@@ -74,6 +81,7 @@ export function extendRecord(outcome: LeaseOutcome): ExtendRecord {
 }
 
 export const extendView: LeaseView<ExtendRecord> = {
+  verb: 'extend',
   failure: 'was not renewed',
   record: extendRecord,
   headers: (wide) => {

@@ -23,7 +23,6 @@ const VERBS: Array<(globals: GlobalContext) => Command> = [
 export function leaseCommand(globals: GlobalContext): Command {
   const lease = new Command('lease')
     .description('extend, inspect, list and watch broker leases; take a batch and ack it')
-    .showHelpAfterError('(add --help for usage)')
     .addHelpText(
       'after',
       `

@@ -13,7 +13,7 @@ import { bad, ok, type Cell } from '../../output/table.js';
 import type { GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { leaseRunOptions, requestsFor, runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
-import { exitCodesHelp, LEASE_IDS_ARGUMENT, retriesOption } from './options.js';
+import { allowEmptyOption, exitCodesHelp, LEASE_IDS_ARGUMENT, retriesOption } from './options.js';
 import type { LeaseOutcome } from '../../renewal/renew-all.js';
 
 /** The probe: the least a renewal can ask for. */
@@ -26,6 +26,7 @@ export function inspectCommand(globals: GlobalContext): Command {
     .description('say whether leases are held, by how many partitions and for how long, without shortening them')
     .argument(...LEASE_IDS_ARGUMENT)
     .addOption(retriesOption())
+    .addOption(allowEmptyOption())
     .addHelpText(
       'after',
       `
@@ -49,10 +50,10 @@ Examples:
   queenctl lease inspect "$LEASE" -o json | jq .remainingMs
   queenctl lease inspect - -o ndjson < leases.txt`,
     )
-    .action(async (leaseIds: string[], options: { retries: number }, command: Command) => {
+    .action(async (leaseIds: string[], options: { retries: number; allowEmpty?: boolean }, command: Command) => {
       await globals.run(
         command,
-        (runtime, settings) => runInspect(leaseRunOptions(leaseIds, options.retries, settings), runtime),
+        (runtime, settings) => runInspect(leaseRunOptions(leaseIds, options, settings), runtime),
         { requests: requestsFor(leaseIds) },
       );
     });
@@ -95,6 +96,7 @@ export function inspectRecord(outcome: LeaseOutcome, nowMs: number): InspectReco
 }
 
 export const inspectView: LeaseView<InspectRecord> = {
+  verb: 'inspect',
   failure: 'is not held',
   record: inspectRecord,
   headers: (wide) => {

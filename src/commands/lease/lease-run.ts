@@ -26,6 +26,8 @@ export interface LeaseRunOptions {
   /** null: print no results (-q without -o). */
   format: OutputFormat | null;
   noHeaders: boolean;
+  /** --allow-empty: `-` reading no id is nothing to do (exit 0), not a usage error. */
+  allowEmpty?: boolean;
 }
 
 /**
@@ -39,14 +41,17 @@ export function requestsFor(leaseIds: readonly string[]): 'few' | 'many' {
 /** What extend and inspect take from their operands, --retries and the global settings. */
 export function leaseRunOptions(
   leaseIds: string[],
-  retries: number,
+  flags: { retries: number; allowEmpty?: boolean },
   settings: Settings,
 ): Omit<LeaseRunOptions, 'seconds'> {
   const { retry, concurrency, format, noHeaders } = settings;
-  return { leaseIds, retry: { ...retry, retries }, concurrency, format, noHeaders };
+  const allowEmpty = flags.allowEmpty === true;
+  return { leaseIds, retry: { ...retry, retries: flags.retries }, concurrency, format, noHeaders, allowEmpty };
 }
 
 export interface LeaseView<R extends object> {
+  /** The verb, for hints that name it. */
+  verb: 'extend' | 'inspect';
   /** How a lease that is not held is reported: 'was not renewed' (extend), 'is not held' (inspect). */
   failure: 'was not renewed' | 'is not held';
   record(outcome: LeaseOutcome, nowMs: number): R;
@@ -61,7 +66,10 @@ export async function runLeaseRequests<R extends object>(
 ): Promise<ExitCode> {
   const { io, clock } = runtime;
   const { format } = options;
-  const source = leaseIdSource(options.leaseIds, () => io.stdin);
+  const source = leaseIdSource(options.leaseIds, () => io.stdin, {
+    verb: view.verb,
+    allowEmpty: options.allowEmpty === true,
+  });
   const report = new RunReport(view.failure);
   const codes = new Set<ExitCode>();
   const sink = isMachineFormat(format) ? await recordSink<R>(io.stdout, format, source.single) : null;
@@ -69,6 +77,7 @@ export async function runLeaseRequests<R extends object>(
   const style = await loadStyle(io.color && (format === 'table' || wide));
   const rows: Cell[][] = [];
   let printed = 0;
+  let outcomes = 0;
 
   const summary = await renewAll(
     source,
@@ -83,6 +92,7 @@ export async function runLeaseRequests<R extends object>(
     },
     runtime,
     async (outcome) => {
+      outcomes++;
       codes.add(outcome.code);
       report.add(outcome);
       if ('renewal' in outcome) {
@@ -107,7 +117,10 @@ export async function runLeaseRequests<R extends object>(
 
   // Stopped before any lease had a record (a bad first id on standard input, a signal): stdout
   // stays empty. An empty `[]` would read as "nothing failed" to `jq 'all(.renewed > 0)'`.
-  if (printed > 0) await sink?.end();
+  // --allow-empty and nothing read: nothing failed, and the list is truly empty.
+  const empty = outcomes === 0 && !summary.inputError && !runtime.signal.aborted;
+  if (printed > 0 || empty) await sink?.end();
+  if (empty && !io.quiet) io.stderr.write('queenctl: no lease ids on standard input: nothing was sent\n');
   if (rows.length > 0) {
     const table = { headers: view.headers(wide), rows, noHeaders: options.noHeaders, style };
     await write(io.stdout, await renderTable(table));

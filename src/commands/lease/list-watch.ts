@@ -49,7 +49,8 @@ export function listChanges(before: ReadonlyMap<string, ListRecord>, now: readon
     if (!previous) events.push({ event: 'added', ...record });
     else if (!sameHolding(previous, record)) events.push({ event: 'changed', ...record });
   }
-  for (const [key, record] of before) if (!seen.has(key)) events.push({ event: 'removed', ...record });
+  // Gone from the listing is no longer held there: `live` says so, not what it was before.
+  for (const [key, record] of before) if (!seen.has(key)) events.push({ event: 'removed', ...record, live: false });
   return events;
 }
 

@@ -11,6 +11,11 @@ export const LEASE_IDS_ARGUMENT = [
   'lease ids the pop returned; - reads them from standard input',
 ] as const;
 
+/** --allow-empty (docs/cli-contract.md): `-` reading nothing is nothing to do, as `xargs -r`. */
+export function allowEmptyOption(): Option {
+  return new Option('--allow-empty', 'with -: no lease id on standard input is no error: nothing is sent, exit 0');
+}
+
 export function secondsOption(defaultSeconds: string, description: string): Option {
   return new Option('--seconds <n>', description)
     .default(parseSeconds(defaultSeconds), defaultSeconds)

@@ -47,7 +47,7 @@ import { processGroupLauncher } from '../../watch/process-group.js';
 import { CommandSupervisor, type Launch, type SupervisorNotice } from '../../watch/supervisor.js';
 import { flagParser, type GlobalContext, type Settings, type VerbProcess } from '../globals.js';
 import type { Runtime } from '../runtime.js';
-import { durationOption, exitCodesHelp, LEASE_IDS_ARGUMENT, secondsOption } from './options.js';
+import { allowEmptyOption, durationOption, exitCodesHelp, LEASE_IDS_ARGUMENT, secondsOption } from './options.js';
 
 export interface WatchOptions {
   /** As given; `-` reads ids from standard input. */
@@ -72,6 +72,8 @@ export interface WatchOptions {
   metricsAddress?: MetricsAddress | undefined;
   /** --metrics-per-lease: a series per lease too. */
   metricsPerLease?: boolean;
+  /** --allow-empty: `-` reading no id is nothing to watch (exit 0, no command started). */
+  allowEmpty?: boolean;
 }
 
 export const DEFAULT_KILL_AFTER_MS = 10_000;
@@ -100,6 +102,7 @@ export function watchCommand(globals: GlobalContext): Command {
       ).argParser(flagParser(parseMetricsAddress)),
     )
     .option('--metrics-per-lease', "with --metrics-address: also each lease's time left, one series per lease")
+    .addOption(allowEmptyOption())
     .usage('[options] <leaseId...> [-- <command> [args...]]')
     .addHelpText(
       'after',
@@ -166,6 +169,7 @@ Examples:
           killAfter: number;
           metricsAddress?: MetricsAddress;
           metricsPerLease?: boolean;
+          allowEmpty?: boolean;
         },
         command: Command,
       ) => {
@@ -202,6 +206,7 @@ Examples:
             tokenOnCommandLine: settings.tokenOnCommandLine,
             metricsAddress: options.metricsAddress,
             metricsPerLease: Boolean(options.metricsPerLease),
+            allowEmpty: options.allowEmpty === true,
           };
           return runWatch(watch, runtime, { ...proc, launch: processGroupLauncher() });
         };
@@ -234,10 +239,14 @@ export function checkCommand(options: Pick<WatchOptions, 'command' | 'forMs'>): 
   }
 }
 
-async function readLeaseIds(args: readonly string[], stdin: () => Runtime['io']['stdin']): Promise<string[]> {
+async function readLeaseIds(
+  args: readonly string[],
+  stdin: () => Runtime['io']['stdin'],
+  allowEmpty: boolean,
+): Promise<string[]> {
   const ids = new Set<string>();
   // Watching the same lease twice would only renew it twice.
-  for await (const leaseId of leaseIdSource(args, stdin).ids) ids.add(leaseId);
+  for await (const leaseId of leaseIdSource(args, stdin, { verb: 'watch', allowEmpty }).ids) ids.add(leaseId);
   return [...ids];
 }
 
@@ -251,7 +260,14 @@ function summaryCode(summary: Pick<WatchSummary, 'lost' | 'failed' | 'refused'>)
 
 export async function runWatch(options: WatchOptions, runtime: Runtime, ports: WatchPorts): Promise<number> {
   checkCommand(options);
-  const leaseIds = await readLeaseIds(options.leaseIds, () => runtime.io.stdin);
+  const leaseIds = await readLeaseIds(options.leaseIds, () => runtime.io.stdin, options.allowEmpty === true);
+  if (leaseIds.length === 0) {
+    // --allow-empty, as `xargs -r`: nothing to keep alive, so the command does not run either.
+    const command = options.command === null ? '' : `; ${options.command[0]} was not started`;
+    if (!runtime.io.quiet)
+      await write(runtime.io.stderr, `queenctl: no lease ids on standard input: nothing to watch${command}\n`);
+    return ExitCode.Ok;
+  }
   // Listening before anything is sent: a bad or busy address ends the run as a usage error.
   const metrics = options.metricsAddress ? await serveMetrics(options, leaseIds.length, runtime) : null;
   try {
@@ -350,6 +366,7 @@ class Watch {
       leaseCount: this.leaseIds.length,
       firstLeaseId: this.leaseIds[0] as string,
       status: () => this.scheduler.status(),
+      commandStarted: () => this.supervisor?.started ?? false,
     });
     if (options.tokenOnCommandLine) this.renderer.warn(tokenOnCommandLineHint());
     const marginMs = safetyMarginMs(options.seconds);
