@@ -157,7 +157,10 @@ describe('lease watch --for when no renewal ever succeeded: exit 2, never 0 (iss
     assert.equal(stopped[0]?.reason, 'for');
     assert.equal(stopped[0]?.neverRenewed, true);
     assert.match(String(stopped[0]?.error), /^not renewed once before --for ended: /);
-    assert.match(String(stopped[0]?.error), error);
+    // On a machine busy enough that no answer came before --for ended, the reason says that
+    // instead: the verdict (exit 2, neverRenewed) is the same, and no verdict may depend on speed.
+    const why = new RegExp(`${error.source}|no answer to its first renewal had come`);
+    assert.match(String(stopped[0]?.error), why);
     assert.match(result.stderr, /^queenctl: lease \S+ could not be watched: not renewed once before --for ended/m);
   };
 
@@ -174,7 +177,8 @@ describe('lease watch --for when no renewal ever succeeded: exit 2, never 0 (iss
   it('a server answering 501 to everything', () =>
     withSimulator(async (sim) => {
       sim.inject({ kind: 'status', status: 501 });
-      const run = watch(sim, [sim.mint(LEASE), ...ROOM, '--for', '2s', '-o', 'ndjson']);
+      // 5 s: long enough that the broker has seen a request however busy the machine is.
+      const run = watch(sim, [sim.mint(LEASE), ...ROOM, '--for', '5s', '-o', 'ndjson']);
       neverRenewed(run, await run.exited, /HTTP 501/);
       assert.ok(sim.stats().extendRequests >= 1);
     }));
