@@ -4,6 +4,7 @@
  */
 import { UsageError } from './exit.js';
 import { quoteText } from './names.js';
+import { hasUnsafeText } from './output/sanitise.js';
 import { describeUtf8Fault, Utf8Checker } from './utf8.js';
 
 export const MAX_SECONDS = 2_147_483_647;
@@ -86,6 +87,22 @@ export function checkLeaseId(text: string, where = 'lease id'): string {
     );
   }
   return leaseId;
+}
+
+/**
+ * Whether a lease id from the broker (a pop's, a listed one) or a batch file is one plain id, as
+ * it is: it passes checkLeaseId untrimmed, holds nothing a terminal would act on, and does not
+ * begin with `-`, which a shell's word or `xargs` would hand to queenctl as an option
+ * (`--token-file=/etc/…`). Only such ids are printed as names, offered by completion, probed,
+ * renewed after a pop or acked (docs/security.md#outside-text-is-data).
+ */
+export function isPlainLeaseId(text: string): boolean {
+  try {
+    if (checkLeaseId(text) !== text) return false;
+  } catch {
+    return false;
+  }
+  return !text.startsWith('-') && !hasUnsafeText(text);
 }
 
 export interface LeaseIdSource {

@@ -12,6 +12,7 @@
  *   written: a timeout, a reset, a 5xx) is an AckOutcomeUnknown, never resent (client.ts).
  */
 import { BrokerError, QueenctlError } from '../exit.js';
+import { shellWord } from '../output/words.js';
 import type { BatchRecord } from './batch.js';
 import { excerpt, isObject, statusError, type RawAnswer, type RouteWords } from './contract.js';
 
@@ -66,7 +67,7 @@ export class AckOutcomeUnknown extends BrokerError {
       `the ack of lease ${leaseId} may or may not have landed: ${cause}; it was not sent again`,
       false,
       `do not resend it blindly (a repeated ack counts again and can release the lease under the rest of the batch): ` +
-        `queenctl lease inspect ${leaseId} exits 0 while the lease is held (the ack did not release it); ` +
+        `queenctl lease inspect ${shellWord(leaseId)} exits 0 while the lease is held (the ack did not release it); ` +
         `the next lease acquire of the queue hands out what was not acked once the lease is gone`,
     );
   }
@@ -83,7 +84,9 @@ function outsideContract(leaseId: string, what: string, body: string): BrokerErr
 /** Turns the answer of one batch ack into a result per message, in the record's order. */
 export function parseAckAnswer(record: BatchRecord, answer: RawAnswer, server: string): AckResult[] {
   const { leaseId } = record;
-  if (answer.status >= 500) {
+  // A 5xx, or a success that is not the route's 200 (201, 204: no broker answers so), may have
+  // come after the ack was applied: its outcome is unknown, never "nothing was acked".
+  if (answer.status >= 500 || (answer.status > 200 && answer.status < 300)) {
     const said = statusError(answer, server, ACK_WORDS);
     throw new AckOutcomeUnknown(leaseId, said.message);
   }

@@ -4,7 +4,7 @@
  * that is not a batch record is refused before anything is sent, and whatever a record says is
  * checked as hostile input: it may have been edited, truncated or written by something else.
  */
-import { checkLeaseId } from '../args.js';
+import { checkLeaseId, isPlainLeaseId } from '../args.js';
 import { UsageError } from '../exit.js';
 import { checkName } from '../names.js';
 
@@ -80,6 +80,8 @@ export function parseBatchRecord(text: string, source: string): BatchRecord {
     }
   };
   named(() => checkLeaseId(leaseId, 'its leaseId'));
+  // As the pop gave it: an id edited to hold spaces or to begin with `-` is no pop's.
+  if (!isPlainLeaseId(leaseId)) return refuse('its leaseId is not one plain lease id as a pop gives it');
   if (typeof queue !== 'string') return refuse('queue is missing or not a string');
   named(() => checkName(queue, 'queue', 'its queue', true));
   if (typeof consumerGroup !== 'string') return refuse('consumerGroup is missing or not a string');

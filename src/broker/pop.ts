@@ -8,6 +8,7 @@
  * quoting what came back.
  */
 import { BrokerError } from '../exit.js';
+import { isPlainLeaseId } from '../args.js';
 import { isMessageId, partitionsOf, type BatchMessage, type BatchRecord } from './batch.js';
 import { excerpt, FAILURE_HINTS, isObject, statusError, type RawAnswer, type RouteWords } from './contract.js';
 import { QUEUE_MODE_GROUP } from './consumer-groups.js';
@@ -115,10 +116,17 @@ export function parsePop(request: PopRequest, answer: RawAnswer, server: string)
   if (leaseId === null && messages.length === 0) return { kind: 'nothing', waited: true };
   if (leaseId === '') throw outsideContract('a batch without a lease id, as autoAck delivers it', body);
   if (!isMessageId(leaseId)) throw outsideContract('leaseId is missing or not an id', body);
+  // The id is renewed, printed with -o name and acked: it must be one plain id, as it is
+  // (docs/security.md#taking-and-acking-batches-lease-acquire-lease-ack).
+  if (!isPlainLeaseId(leaseId)) throw outsideContract('leaseId is no lease id queenctl can send or print as one', body);
   const queue = typeof parsed.queue === 'string' ? parsed.queue : request.queue;
-  const consumerGroup =
-    typeof parsed.consumerGroup === 'string' ? parsed.consumerGroup : (request.group ?? QUEUE_MODE_GROUP);
+  const asked = request.group ?? QUEUE_MODE_GROUP;
+  const consumerGroup = typeof parsed.consumerGroup === 'string' ? parsed.consumerGroup : asked;
   if (queue !== request.queue) throw outsideContract(`it is a batch of queue ${JSON.stringify(queue)}`, body);
+  // Acked for another group, it would move that group's cursor: no batch of this pop.
+  if (consumerGroup !== asked) {
+    throw outsideContract(`it is a batch of consumer group ${JSON.stringify(consumerGroup)}`, body);
+  }
   const checked = messages.map((message, index): BatchMessage => {
     const at = `message ${index + 1}`;
     if (!isObject(message)) throw outsideContract(`${at} is not an object`, body);

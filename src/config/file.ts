@@ -8,6 +8,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Alias, Document, LineCounter, Node as YamlNode, YAMLMap } from 'yaml';
 import { UsageError } from '../exit.js';
+import { escapeText } from '../output/sanitise.js';
 import { exposure, exposureWarning, readTextFile } from './files.js';
 import { configMemo, type ConfigMemo } from './memo.js';
 
@@ -292,7 +293,7 @@ function lineOf(node: unknown, lineCounter: LineCounter): number | undefined {
 /** Names of the contexts, for errors that must list the known ones. */
 export function knownContexts(config: ConfigFile): string {
   return config.contexts.length > 0
-    ? `known contexts in ${config.path}: ${config.contexts.map((entry) => entry.name).join(', ')}`
+    ? `known contexts in ${config.path}: ${config.contexts.map((entry) => escapeText(entry.name)).join(', ')}`
     : `${config.path} ${config.exists ? 'has no contexts' : 'does not exist'}; ` +
         'create one with: queenctl config set-context <name> --server <url>';
 }

@@ -5,20 +5,16 @@
  * character is refused) is an answer outside the contract: it is never printed, and
  * `refusedLeaseIdMessage` names it, escaped, on stderr (docs/security.md#outside-text-is-data).
  */
-import { checkLeaseId } from '../args.js';
-import { escapeText, hasUnsafeText } from './sanitise.js';
+import { isPlainLeaseId } from '../args.js';
+import { escapeText } from './sanitise.js';
 
 /**
- * Whether `leaseId` may be printed as a name: it passes the lease-id rules of args.ts (what `-`
- * would accept), holds no whitespace (`-` splits ids on it) and nothing escapeText would escape.
+ * Whether `leaseId` may be printed as a name: isPlainLeaseId of args.ts (the lease-id rules of
+ * what `-` would accept, untrimmed, so no whitespace, which `-` splits ids on; nothing escapeText
+ * would escape; no leading `-`, which `xargs` or a shell would pass on as an option).
  */
 export function isNameable(leaseId: string): boolean {
-  try {
-    checkLeaseId(leaseId);
-  } catch {
-    return false;
-  }
-  return !/\s/u.test(leaseId) && !hasUnsafeText(leaseId);
+  return isPlainLeaseId(leaseId);
 }
 
 /** The ids as `-o name` lines (each once, in order), and those left out. */

@@ -381,6 +381,26 @@ describe('lease ack', () => {
     assert.equal(acks(), 1);
   });
 
+  it('an ack answered 204 (no broker answers so) may have landed: exit 2, never "nothing was acked"', async () => {
+    queueWith(1);
+    const { path } = await acquireToFile();
+    sim.inject({ kind: 'status', status: 204, route: 'ack' });
+    const result = await lease(['ack', path]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /may or may not have landed/);
+    assert.doesNotMatch(result.stderr, /nothing was acked/);
+    assert.equal(acks(), 1);
+  });
+
+  it("the ack table in colour colours queenctl's words, never shows their escape codes as text", async () => {
+    queueWith(1);
+    const { path } = await acquireToFile();
+    const table = await lease(['ack', path], { stdoutIsTTY: true, env: { FORCE_COLOR: '1' } });
+    assert.equal(table.code, 0, table.stderr);
+    assert.doesNotMatch(table.stdout, /\\x1b/, table.stdout);
+    assert.match(table.stdout, /\u001b\[32macked/);
+  });
+
   it('an ack refused a connection goes on to the next replica, and lands once', async () => {
     queueWith(1);
     const { path } = await acquireToFile();

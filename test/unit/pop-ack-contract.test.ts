@@ -27,8 +27,8 @@ function answer(id: string): RawAnswer {
 }
 
 /** The batch record acquire would have written for a recorded pop. */
-function batchOf(id: string, queue: string): BatchRecord {
-  const outcome = parsePop({ queue }, answer(id), SERVER);
+function batchOf(id: string, queue: string, group?: string): BatchRecord {
+  const outcome = parsePop({ queue, ...(group !== undefined && { group }) }, answer(id), SERVER);
   assert.equal(outcome.kind, 'lease');
   return { ...outcome.batch, expiresAt: null };
 }
@@ -274,7 +274,7 @@ describe('parseAckAnswer: the recorded answers', () => {
 
 describe('ackBatchBody', () => {
   it('every message with the lease id, the consumer group at the top level only', () => {
-    const record = batchOf('p16', 'rec-1796353518618-group');
+    const record = batchOf('p16', 'rec-1796353518618-group', 'billing');
     const body = JSON.parse(ackBatchBody(record, 'retry', 'why'));
     assert.deepEqual(Object.keys(body), ['acknowledgments', 'consumerGroup']);
     assert.equal(body.consumerGroup, 'billing');
@@ -287,7 +287,7 @@ describe('ackBatchBody', () => {
   });
 
   it('refuses to build an empty batch, which the broker never answers', () => {
-    const record = { ...batchOf('p16', 'rec-1796353518618-group'), messages: [] };
+    const record = { ...batchOf('p16', 'rec-1796353518618-group', 'billing'), messages: [] };
     assert.throws(() => ackBatchBody(record, 'completed', null), /never sent/);
   });
 });

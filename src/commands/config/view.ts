@@ -8,6 +8,7 @@ import { ExitCode, UsageError } from '../../exit.js';
 import { write } from '../../io.js';
 import { isJsonPath } from '../../output/format.js';
 import { warnOfConfig, type LocalRuntime } from '../globals.js';
+import { escapeText } from '../../output/sanitise.js';
 import { yamlStringify } from '../../output/yaml.js';
 import type { Document, Node as YamlNode } from 'yaml';
 
@@ -31,7 +32,10 @@ export async function runView(runtime: LocalRuntime): Promise<ExitCode> {
   const document = parsed?.document ?? new yaml.Document({});
   redactDocument(yaml, document);
   if (format === 'table' || format === 'wide') {
-    if (text !== null) await write(io.stdout, document.toString());
+    // For people on a terminal, what a terminal would act on (a context name's bidi override)
+    // is shown escaped, as in every human output; into a pipe, the YAML as it is.
+    const shown = io.stdout.isTTY ? document.toString().split('\n').map(escapeText).join('\n') : document.toString();
+    if (text !== null) await write(io.stdout, shown);
     return ExitCode.Ok;
   }
   const data = redactData(document.toJS() ?? {}) as Record<string, unknown>;

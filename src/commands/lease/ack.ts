@@ -19,7 +19,7 @@ import { isMachineFormat, type OutputFormat } from '../../output/format.js';
 import { escapeText, shortened } from '../../output/sanitise.js';
 import { recordSink } from '../../output/records.js';
 import { loadStyle } from '../../output/style.js';
-import { renderTable } from '../../output/table.js';
+import { renderTable, type Cell } from '../../output/table.js';
 import { flagParser, type GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { exitCodesHelp, retriesOption } from './options.js';
@@ -269,11 +269,12 @@ async function printAck(acked: AckRecord, options: AckOptions, runtime: Pick<Ack
     return;
   }
   const style = await loadStyle(io.color);
-  const rows = acked.results.map((result) => {
-    const words = resultWords(result, acked.status);
+  // Colour is renderTable's, added after escaping (a coloured cell would be escaped as text).
+  const rows = acked.results.map((result): Cell[] => {
+    const text = resultWords(result, acked.status);
     return [
-      escapeText(result.transactionId),
-      result.success ? (result.dlq ? style.warn(words) : style.ok(words)) : style.bad(words),
+      result.transactionId,
+      { text, tone: result.success ? (result.dlq ? 'warn' : 'ok') : 'bad' },
       result.leaseReleased ? 'released' : '-',
     ];
   });
@@ -281,6 +282,7 @@ async function printAck(acked: AckRecord, options: AckOptions, runtime: Pick<Ack
     headers: ['TRANSACTION ID', 'RESULT', 'LEASE'],
     rows,
     noHeaders: options.noHeaders,
+    style,
   });
   await write(io.stdout, table);
 }

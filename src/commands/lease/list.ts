@@ -5,7 +5,7 @@
  * holder (docs/broker.md#consumer-groups), and `--expiry` asks each lease the way `inspect` does.
  */
 import { Command, Option } from 'commander';
-import { checkLeaseId, leaseIdSource, parseDuration } from '../../args.js';
+import { isPlainLeaseId, leaseIdSource, parseDuration } from '../../args.js';
 import {
   QUEUE_MODE_GROUP,
   heldLeases,
@@ -264,15 +264,6 @@ export async function readHolders(
   return perGroup.flat();
 }
 
-function isLeaseId(leaseId: string): boolean {
-  try {
-    checkLeaseId(leaseId);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** What a read-only token cannot do: the probe is a renewal of one second. */
 function probeRefused(error: AuthError): AuthError {
   return new AuthError(
@@ -299,7 +290,7 @@ async function probeExpiry(
   for (const record of records) {
     // An id no lease id can be (args.ts) is an answer outside the contract: it is not sent, and its
     // expiry stays unknown, instead of the whole listing ending as a usage error.
-    if (!isLeaseId(record.leaseId)) {
+    if (!isPlainLeaseId(record.leaseId)) {
       record.expiresAt = null;
       record.remainingMs = null;
       record.held = null;
