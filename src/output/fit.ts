@@ -25,7 +25,7 @@ export interface ColumnSpec {
    * with `…` down to `minWidth` columns.
    */
   shrink?: 'time' | 'cut';
-  /** For 'cut': the narrowest its cells are cut to (default 6). */
+  /** For 'cut': the narrowest its cells are cut to (default 10). */
   minWidth?: number;
 }
 
@@ -45,7 +45,8 @@ export interface FittedTable {
   hidden: number;
 }
 
-const DEFAULT_MIN_WIDTH = 6;
+/** Cut shorter, a name no longer says which it is: the column goes instead. */
+const DEFAULT_MIN_WIDTH = 10;
 /** The gap kubectl puts between columns, and gh's narrower one, used before anything is cut. */
 const GAP = 3;
 const NARROW_GAP = 2;

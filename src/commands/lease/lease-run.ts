@@ -79,9 +79,15 @@ export async function runLeaseRequests<R extends object>(
   const wide = format === 'wide';
   const style = await loadStyle(io.color && (format === 'table' || wide));
   const rows: Cell[][] = [];
-  // stderr on a terminal: its lines are wrapped to its width (output/width.ts).
-  const terminal = io.stderrWidth === undefined ? undefined : { width: io.stderrWidth, text: await loadTerminalText() };
-  const say = (text: string): string => (terminal ? wrapMessage(text, terminal.width, terminal.text) : text);
+  // stderr on a terminal: its lines are wrapped to its width (output/width.ts), by libraries
+  // loaded only once there is something to say there (`extend -o json | jq` on a terminal
+  // usually says nothing on stderr, and need not load them).
+  const stderrWidth = io.stderrWidth;
+  const say = (text: string): void => {
+    if (stderrWidth === undefined) void write(io.stderr, text);
+    // Each waits for the same load, so the lines keep their order.
+    else void loadTerminalText().then((libraries) => write(io.stderr, wrapMessage(text, stderrWidth, libraries)));
+  };
   let printed = 0;
   let outcomes = 0;
 
@@ -93,7 +99,7 @@ export async function runLeaseRequests<R extends object>(
       concurrency: options.concurrency,
       onRetry: (leaseId, error, attempt, delayMs) => {
         if (io.quiet) return;
-        void write(io.stderr, say(retryNote(leaseId, error.message, attempt, options.retry.retries, delayMs)));
+        say(retryNote(leaseId, error.message, attempt, options.retry.retries, delayMs));
       },
     },
     runtime,
@@ -133,7 +139,10 @@ export async function runLeaseRequests<R extends object>(
     await write(io.stdout, printed.text);
     if (printed.note) io.stderr.write(printed.note);
   }
-  const notes = report.render(summary, source.single, terminal);
+  let notes = report.render(summary, source.single);
+  if (notes && stderrWidth !== undefined) {
+    notes = report.render(summary, source.single, { width: stderrWidth, text: await loadTerminalText() });
+  }
   // Not awaited for 'drain': a stderr nobody reads any more never drains, and the exit code
   // must still come out (the notes are a few lines; the process flushes them before it exits).
   if (notes) io.stderr.write(notes);
