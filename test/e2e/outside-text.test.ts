@@ -43,7 +43,10 @@ describe('outside text is data', { concurrency: true }, () => {
       const held = sim.mint();
       sim.mint({ leaseId: `evil\n${VICTIM}` });
       sim.mint({ leaseId: 'spoof\u202eDI-EKAF' });
-      const result = await runInProcess(['__complete', 'leases', '--server', sim.url]);
+      // A budget no busy machine spends: the default (a shell waits on it) is what a slow broker gets.
+      const result = await runInProcess(['__complete', 'leases', '--server', sim.url], {
+        env: { QUEENCTL_COMPLETION_TIMEOUT: '60s' },
+      });
       assert.equal(result.stdout, `${held}\n`);
       assert.equal(result.code, 2);
       assert.match(result.stderr, /"evil\\nVICTIM-ID"/);
