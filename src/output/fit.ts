@@ -188,8 +188,12 @@ function toned(cell: Cell | undefined, text: string, style: Style | undefined): 
   return style && cell !== undefined && typeof cell !== 'string' ? style[cell.tone](text) : text;
 }
 
-/** The note that says columns were dropped, for stderr: `-o wide` shows them. */
-export function hiddenColumnsNote(hidden: number, width: number): string {
+/**
+ * The note that says columns were dropped, for stderr: `-o wide` shows them. On a stderr narrower
+ * than the note (`room`), without the width, so it stays one line.
+ */
+export function hiddenColumnsNote(hidden: number, width: number, room = Number.POSITIVE_INFINITY): string {
   const columns = hidden === 1 ? 'column' : 'columns';
-  return `queenctl: ${hidden} ${columns} hidden to fit ${width} columns; -o wide shows all\n`;
+  const note = `queenctl: ${hidden} ${columns} hidden to fit ${width} columns; -o wide shows all`;
+  return `${note.length <= room ? note : `queenctl: ${hidden} ${columns} hidden; -o wide shows all`}\n`;
 }

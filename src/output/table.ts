@@ -99,8 +99,8 @@ export async function tableFor(
     style: table.style,
     measure: stringWidth,
   });
-  const note = fitted.hidden > 0 && !target.quiet ? hiddenColumnsNote(fitted.hidden, width) : '';
   const { stderrWidth } = target;
+  const note = fitted.hidden > 0 && !target.quiet ? hiddenColumnsNote(fitted.hidden, width, stderrWidth) : '';
   return {
     text: fitted.lines.map((line) => `${line}\n`).join(''),
     note: note && stderrWidth !== undefined ? wrapMessage(note, stderrWidth, text) : note,

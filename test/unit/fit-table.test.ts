@@ -151,8 +151,9 @@ describe('fitTable', () => {
     assertFits(noted.note.split('\n'), 40);
   });
 
-  it('hiddenColumnsNote says one column or several', () => {
+  it('hiddenColumnsNote says one column or several, and keeps to one line of a narrow stderr', () => {
     assert.equal(hiddenColumnsNote(1, 80), 'queenctl: 1 column hidden to fit 80 columns; -o wide shows all\n');
+    assert.equal(hiddenColumnsNote(3, 60, 60), 'queenctl: 3 columns hidden; -o wide shows all\n');
   });
 });
 
