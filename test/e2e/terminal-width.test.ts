@@ -115,6 +115,13 @@ describe('output on a terminal fits its width', () => {
       assert.doesNotMatch(acked.stdout, /\\x1b/);
     });
 
+    it(`ping at ${width}`, async () => {
+      const result = await onTerminal(['ping', '--server', sim.url], width);
+      assert.equal(result.code, 0, result.stderr);
+      assertFits(result, width);
+      assert.match(result.stdout, /^STATUS\b/m);
+    });
+
     for (const command of [[], ['lease'], ['lease', 'extend'], ['lease', 'list'], ['lease', 'watch']]) {
       it(`${['queenctl', ...command].join(' ')} --help at ${width}`, async () => {
         const result = await onTerminal([...command, '--help'], width);
