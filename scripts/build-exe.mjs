@@ -67,6 +67,8 @@ const CHUNKS = {
   yaml: [{ id: 'yaml' }],
   chalk: [{ id: 'chalk' }],
   ora: [{ id: 'ora' }],
+  // Measuring and wrapping text for a terminal (src/output/width.ts).
+  'terminal-text': [{ id: 'string-width' }, { id: 'wrap-ansi' }],
   'cli-table3': [{ id: 'cli-table3' }],
   'jsonpath-rfc9535': [{ id: 'jsonpath-rfc9535' }],
   // --metrics-address only (src/metrics/registry.ts).
@@ -82,7 +84,7 @@ const chunked = {
   setup(builder) {
     builder.onResolve({ filter: new RegExp(`^${CHUNKS_MODULE_ID}$`) }, (args) => ({ path: args.path, external: true }));
     builder.onResolve(
-      { filter: /^(undici|yaml|chalk|ora|cli-table3|jsonpath-rfc9535|prom-client)([\\/].*)?$/ },
+      { filter: /^(undici|yaml|chalk|ora|cli-table3|jsonpath-rfc9535|prom-client|string-width|wrap-ansi)([\\/].*)?$/ },
       (args) => {
         if (!chunkOf.has(args.path))
           throw new Error(`${args.importer} imports ${args.path}: list it in CHUNKS in scripts/build-exe.mjs`);

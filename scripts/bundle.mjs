@@ -30,7 +30,12 @@ const outfile = fileURLToPath(new URL('dist/queenctl.cjs', root));
 const CHUNKS = [
   { name: 'undici', modules: ['undici/lib/dispatcher/agent.js'], prefix: /^undici\/lib\// },
   { name: 'yaml', modules: ['yaml'], prefix: /^yaml(\/|$)/ },
-  { name: 'terminal', modules: ['chalk', 'ora'], prefix: /^(chalk|ora)(\/|$)/ },
+  // string-width and wrap-ansi measure and wrap text for a terminal (src/output/width.ts).
+  {
+    name: 'terminal',
+    modules: ['chalk', 'ora', 'string-width', 'wrap-ansi'],
+    prefix: /^(chalk|ora|string-width|wrap-ansi)(\/|$)/,
+  },
   // jsonpath-rfc9535 (~95 KB, a fifth of what every run read), for -o jsonpath only
   // (src/output/jsonpath.ts).
   { name: 'jsonpath', modules: ['jsonpath-rfc9535'], prefix: /^jsonpath-rfc9535(\/|$)/ },

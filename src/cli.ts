@@ -5,7 +5,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import { fstatSync, readFileSync, statSync, writeSync } from 'node:fs';
-import { CommanderError } from 'commander';
+import { type Command, CommanderError } from 'commander';
 import type { StdinLike } from './args.js';
 import type { Clock } from './clock.js';
 import { globalContext, type ProcessPorts } from './commands/globals.js';
@@ -13,6 +13,14 @@ import { buildProgram } from './commands/program.js';
 import { ExitCode, QueenctlError, signalExitCode } from './exit.js';
 import type { OutputStream } from './io.js';
 import { escapeText } from './output/sanitise.js';
+import {
+  fitHelp,
+  loadedTerminalText,
+  loadTerminalText,
+  proseWidth,
+  terminalWidth,
+  wrapMessage,
+} from './output/width.js';
 import { errorMessage } from './output/words.js';
 import { decodeArgv, rawArgv } from './utf8.js';
 import { BUILD_INFO } from './build-info.js';
@@ -196,7 +204,7 @@ export async function run(rawArgs: readonly (string | Uint8Array)[], ports: CliP
   try {
     argv = decodeArgv(rawArgs);
   } catch (error) {
-    setExitCode(exitCodeFor(error, ports));
+    setExitCode(await exitCodeFor(error, ports));
     return exitCode;
   }
   const controller = new AbortController();
@@ -256,12 +264,20 @@ export async function run(rawArgs: readonly (string | Uint8Array)[], ports: CliP
     clock: ports.clock,
   };
   // Commander's defaults, on the ports instead of the process (every command: see below). Its
-  // own default width is undefined too off a terminal (80 then), whatever its typing says.
+  // own default width is undefined too off a terminal (80 then, so help in a pipe and the docs
+  // made from it keep one width), whatever its typing says. On a terminal help is as wide as it
+  // (COLUMNS first), at most 100, its prose flowed again to fit (output/width.ts, issue 33).
+  const outWidth = terminalWidth(ports.stdout, ports.env);
+  const errWidth = terminalWidth(ports.stderr, ports.env);
+  const fitted = (width: number | undefined, text: string): string => {
+    const libraries = loadedTerminalText();
+    return width === undefined || !libraries ? text : fitHelp(text, width, libraries);
+  };
   const output = {
-    writeErr: (text: string) => void ports.stderr.write(text),
-    writeOut: (text: string) => void ports.stdout.write(text),
-    getOutHelpWidth: () => (ports.stdout.isTTY ? ports.stdout.columns : undefined) as number,
-    getErrHelpWidth: () => (ports.stderr.isTTY ? ports.stderr.columns : undefined) as number,
+    writeErr: (text: string) => void ports.stderr.write(fitted(errWidth, text)),
+    writeOut: (text: string) => void ports.stdout.write(fitted(outWidth, text)),
+    getOutHelpWidth: () => (outWidth === undefined ? undefined : proseWidth(outWidth)) as number,
+    getErrHelpWidth: () => (errWidth === undefined ? undefined : proseWidth(errWidth)) as number,
     getOutHasColors: () => commanderColor(ports.env) ?? Boolean(ports.stdout.isTTY && ports.stdout.hasColors?.()),
     getErrHasColors: () => commanderColor(ports.env) ?? Boolean(ports.stderr.isTTY && ports.stderr.hasColors?.()),
   };
@@ -269,9 +285,12 @@ export async function run(rawArgs: readonly (string | Uint8Array)[], ports: CliP
   const program = buildProgram(globals, { version: VERSION, info: BUILD_INFO, node: ports.nodeVersion }, output);
 
   try {
+    // Help is written synchronously: what fits it to a terminal is loaded before, when help may
+    // be what this run prints.
+    if ((outWidth !== undefined || errWidth !== undefined) && mayShowHelp(argv, program)) await loadTerminalText();
     await program.parseAsync(argv, { from: 'user' });
   } catch (error) {
-    setExitCode(exitCodeFor(error, ports));
+    setExitCode(await exitCodeFor(error, ports));
   }
   if (signalled) setExitCode(signalExitCode(signalled));
   return exitCode;
@@ -303,13 +322,29 @@ function commanderColor(env: NodeJS.ProcessEnv): boolean | undefined {
   return undefined;
 }
 
-function exitCodeFor(error: unknown, ports: CliPorts): ExitCode {
+/**
+ * Whether this command line may print help: `-h`, `--help`, `help`, no command at all, or a
+ * group without its verb (`queenctl lease`). A guess that only decides what is loaded early.
+ */
+function mayShowHelp(argv: readonly string[], program: Command): boolean {
+  const words = argv.includes('--') ? argv.slice(0, argv.indexOf('--')) : argv;
+  if (words.some((word) => word === '-h' || word === '--help' || word === 'help')) return true;
+  if (words.includes('--version')) return false;
+  const operands = words.filter((word) => !word.startsWith('-'));
+  const groups = program.commands.filter((command) => command.commands.length > 0).map((command) => command.name());
+  return operands.length === 0 || (operands.length === 1 && groups.includes(operands[0] as string));
+}
+
+async function exitCodeFor(error: unknown, ports: CliPorts): Promise<ExitCode> {
   if (error instanceof CommanderError) {
     // Commander has already printed its message (or the help); usage errors are 1.
     return error.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
   }
   if (error instanceof QueenctlError) {
-    ports.stderr.write(errorMessage(error));
+    // On a terminal, its lines wrapped to fit (output/width.ts); elsewhere as they are.
+    const width = terminalWidth(ports.stderr, ports.env);
+    const message = errorMessage(error);
+    ports.stderr.write(width === undefined ? message : wrapMessage(message, width, await loadTerminalText()));
     return error.exitCode;
   }
   // A bug, not an outcome: say so plainly, and never exit 0. The stack only with QUEENCTL_DEBUG.

@@ -9,6 +9,8 @@ export interface OutputStream {
   once?(event: 'drain' | 'close', listener: () => void): unknown;
   off?(event: 'drain' | 'close', listener: () => void): unknown;
   isTTY?: boolean;
+  /** A terminal's width, as it reports it. */
+  columns?: number;
   /** A stream that is closed never drains: writing to it must not wait. */
   destroyed?: boolean;
 }
@@ -23,6 +25,13 @@ export interface IO {
   quiet: boolean;
   /** -v: say what happens on the wire (never the token). */
   verbose: boolean;
+  /**
+   * The width of the terminal stdout is (output/width.ts: COLUMNS, else what it reports): tables
+   * are fitted to it. Undefined when stdout is no terminal: nothing is fitted there.
+   */
+  width?: number | undefined;
+  /** The same of stderr: messages and hints there are wrapped at it (at most 100). */
+  stderrWidth?: number | undefined;
 }
 
 /** Writes, and waits when the stream asks for it, so streaming output keeps memory flat. */

@@ -16,6 +16,7 @@ import { UsageError, type ExitCode } from '../exit.js';
 import { write, type IO, type OutputStream } from '../io.js';
 import { resolveFormat, type OutputFormat } from '../output/format.js';
 import { escapeText } from '../output/sanitise.js';
+import { terminalWidth } from '../output/width.js';
 import { warningMessage } from '../output/words.js';
 import type { Runtime } from './runtime.js';
 
@@ -232,6 +233,8 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
         color: decideColor(flags.color, ports.env, stdoutIsTTY),
         quiet: Boolean(flags.quiet),
         verbose: Boolean(flags.verbose),
+        width: terminalWidth(ports.stdout, ports.env),
+        stderrWidth: terminalWidth(ports.stderr, ports.env),
       };
       // Traces quote the broker's answers: escaped as every line for people (output/sanitise.ts).
       const trace = io.verbose ? (line: string) => void stderr.write(`queenctl: ${escapeText(line)}\n`) : undefined;
@@ -303,6 +306,8 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
         color: decideColor(flags.color, ports.env, stdoutIsTTY),
         quiet: Boolean(flags.quiet),
         verbose: Boolean(flags.verbose),
+        width: terminalWidth(ports.stdout, ports.env),
+        stderrWidth: terminalWidth(ports.stderr, ports.env),
       };
       const format = flags.quiet && flags.output === undefined ? null : resolved;
       ports.setExitCode(await verb({ io, env: ports.env, flags, format, noHeaders: !flags.headers }));

@@ -13,7 +13,8 @@ import { formatClockSkew, knownClockSkew } from '../output/clock-skew.js';
 import { formatDuration } from '../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../output/format.js';
 import { recordSink } from '../output/records.js';
-import { renderTable } from '../output/table.js';
+import type { ColumnLike } from '../output/fit.js';
+import { tableFor } from '../output/table.js';
 import { warningMessage } from '../output/words.js';
 import type { GlobalContext } from './globals.js';
 import type { Runtime } from './runtime.js';
@@ -164,7 +165,14 @@ export async function runPing(options: PingOptions, runtime: Runtime<PingClient>
     await sink.add(record);
   } else if (format) {
     const wide = format === 'wide';
-    const headers = ['STATUS', 'DATABASE', 'VERSION', 'LATENCY', 'CLOCK SKEW'];
+    // On a narrow terminal (output/fit.ts) the status stays; the rest goes from the right.
+    const headers: ColumnLike[] = [
+      { header: 'STATUS', keep: 'always' },
+      { header: 'DATABASE', keep: 5, shrink: 'cut' },
+      { header: 'VERSION', keep: 3, shrink: 'cut' },
+      { header: 'LATENCY', keep: 4 },
+      { header: 'CLOCK SKEW', keep: 2 },
+    ];
     const row = [
       record.status,
       record.database ?? '-',
@@ -180,7 +188,12 @@ export async function runPing(options: PingOptions, runtime: Runtime<PingClient>
       headers.push('SERVER');
       row.push(record.server);
     }
-    await write(io.stdout, await renderTable({ headers, rows: [row], noHeaders: options.noHeaders }));
+    const table = await tableFor(
+      { headers, rows: [row], noHeaders: options.noHeaders },
+      { width: io.width, stderrWidth: io.stderrWidth, wide, quiet: io.quiet },
+    );
+    await write(io.stdout, table.text);
+    if (table.note) await write(io.stderr, table.note);
   }
   const skew = knownClockSkew(asked.clockSkew);
   if (skew !== null && skew.leastMs >= SKEW_WARNING_MS && !io.quiet) {

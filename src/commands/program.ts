@@ -56,7 +56,9 @@ Examples:
   // Subcommands built elsewhere do not inherit these settings; give them to every command.
   const everyCommand = (command: Command): Command[] => [command, ...command.commands.flatMap(everyCommand)];
   for (const command of everyCommand(program)) {
-    command.exitOverride().configureHelp({ showGlobalOptions: true });
+    // Descriptions wrap down to 20 columns: commander's 40 leaves them unwrapped, and far too
+    // wide, on a terminal of 60 (issue 33). Off a terminal help is 80 wide, where nothing changes.
+    command.exitOverride().configureHelp({ showGlobalOptions: true, minWidthToWrap: 20 });
     // Commander's usage errors in queenctl's voice, with the line every error has on what to do
     // (its "(add --help for usage)" is that line's job now); still exit 1 (cli.ts).
     command.showHelpAfterError(false);

@@ -5,6 +5,7 @@
  */
 import type { LeaseOutcome, RenewAllSummary } from '../renewal/renew-all.js';
 import { escapeText } from './sanitise.js';
+import { wrapMessage, type TerminalText } from './width.js';
 import { errorMessage, listSome, LOST_LEASE_ACTION, lostLeaseMeaning, warningMessage } from './words.js';
 
 const EXAMPLES = 5;
@@ -72,8 +73,12 @@ export class RunReport {
     this.warnings.add(text);
   }
 
-  /** The stderr text; empty when every lease was fine. */
-  render(summary: RenewAllSummary, single: boolean): string {
+  /**
+   * The stderr text; empty when every lease was fine. On a terminal (`terminal`: stderr's width
+   * and the libraries that measure text) its lines are wrapped to fit, the meaning of a lost
+   * lease flowed as one paragraph; elsewhere its lines are as they always were.
+   */
+  render(summary: RenewAllSummary, single: boolean, terminal?: { width: number; text: TerminalText }): string {
     const lines: string[] = [];
     for (const text of this.warnings) lines.push(warningMessage(text));
     for (const [message, group] of this.errors) {
@@ -97,7 +102,10 @@ export class RunReport {
           : `queenctl: ${group.count} leases ${plural}${said}: ${some(group)}.\n`,
       );
     }
-    if (notHeldCount > 0) lines.push(`  ${lostLeaseMeaning(notHeldCount > 1)}\n  ${LOST_LEASE_ACTION}\n`);
+    if (notHeldCount > 0) {
+      const meaning = lostLeaseMeaning(notHeldCount > 1);
+      lines.push(`  ${terminal ? meaning.replace(/\n +/g, ' ') : meaning}\n  ${LOST_LEASE_ACTION}\n`);
+    }
     if (summary.inputError) {
       const { held, notHeld, failed } = this.counts;
       const sent = held + notHeld + failed > 0 ? '; no lease id after it was sent' : '; nothing was sent';
@@ -112,6 +120,7 @@ export class RunReport {
       lines.push(`queenctl: stopped ${this.done()}: the broker kept failing; ${rest} (rerun them once it answers)\n`);
     }
     if (summary.stoppedBy === 'signal') lines.push(`queenctl: interrupted ${this.done()}${rest ? `; ${rest}` : ''}\n`);
-    return lines.join('');
+    const text = lines.join('');
+    return terminal ? wrapMessage(text, terminal.width, terminal.text) : text;
   }
 }

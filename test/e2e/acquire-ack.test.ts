@@ -79,7 +79,11 @@ describe('lease acquire', () => {
   it('shows a table on a terminal: the lease and its messages', async () => {
     queueWith(1);
     sim.push(queue, [{ text: 'evil\u001b[2Jline' }], 'p2');
-    const result = await lease(['acquire', queue, '--batch', '5', '--partitions', '2'], { stdoutIsTTY: true });
+    // Wide enough for every column (a narrower terminal is fitted: test/e2e/terminal-width.test.ts).
+    const result = await lease(['acquire', queue, '--batch', '5', '--partitions', '2'], {
+      stdoutIsTTY: true,
+      columns: 200,
+    });
     assert.equal(result.code, 0, result.stderr);
     const [summary = '', , , head = ''] = result.stdout.split('\n\n');
     const header = /^LEASE ID\s+GROUP\s+QUEUE\s+PARTITIONS\s+MESSAGES\s+LEFT\n/.source;

@@ -10,7 +10,8 @@ import { ExitCode } from '../../exit.js';
 import { write } from '../../io.js';
 import { isMachineFormat } from '../../output/format.js';
 import { recordSink } from '../../output/records.js';
-import { renderTable } from '../../output/table.js';
+import type { ColumnLike } from '../../output/fit.js';
+import { tableFor } from '../../output/table.js';
 import { warningMessage } from '../../output/words.js';
 import { warnOfConfig, type LocalRuntime } from '../globals.js';
 
@@ -87,7 +88,14 @@ export async function runGetContexts(runtime: LocalRuntime): Promise<ExitCode> {
   }
   if (records.length === 0) return ExitCode.Ok;
   const wide = format === 'wide';
-  const headers = ['CURRENT', 'NAME', 'SERVER', 'TOKEN', ...(wide ? ['INSECURE', 'CACERT'] : [])];
+  // On a narrow terminal (output/fit.ts): names and servers are cut before the token goes.
+  const headers: ColumnLike[] = [
+    { header: 'CURRENT', keep: 'always' },
+    { header: 'NAME', keep: 'always' },
+    { header: 'SERVER', keep: 2, shrink: 'cut', minWidth: 16 },
+    { header: 'TOKEN', keep: 1, shrink: 'cut' },
+    ...(wide ? ['INSECURE', 'CACERT'] : []),
+  ];
   const rows = records.map((record) => [
     record.current ? '*' : '',
     record.name,
@@ -95,6 +103,11 @@ export async function runGetContexts(runtime: LocalRuntime): Promise<ExitCode> {
     record['token-ref'] ?? '-',
     ...(wide ? [String(record.insecure), record.cacert ?? '-'] : []),
   ]);
-  await write(io.stdout, await renderTable({ headers, rows, noHeaders: runtime.noHeaders }));
+  const table = await tableFor(
+    { headers, rows, noHeaders: runtime.noHeaders },
+    { width: io.width, stderrWidth: io.stderrWidth, wide, quiet: io.quiet },
+  );
+  await write(io.stdout, table.text);
+  if (table.note) await write(io.stderr, table.note);
   return ExitCode.Ok;
 }

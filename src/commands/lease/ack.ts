@@ -19,7 +19,7 @@ import { isMachineFormat, type OutputFormat } from '../../output/format.js';
 import { escapeText, shortened } from '../../output/sanitise.js';
 import { recordSink } from '../../output/records.js';
 import { loadStyle } from '../../output/style.js';
-import { renderTable, type Cell } from '../../output/table.js';
+import { tableFor, type TonedCell } from '../../output/table.js';
 import { flagParser, type GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { exitCodesHelp, retriesOption } from './options.js';
@@ -269,20 +269,28 @@ async function printAck(acked: AckRecord, options: AckOptions, runtime: Pick<Ack
     return;
   }
   const style = await loadStyle(io.color);
-  // Colour is renderTable's, added after escaping (a coloured cell would be escaped as text).
-  const rows = acked.results.map((result): Cell[] => {
+  const rows = acked.results.map((result) => {
     const text = resultWords(result, acked.status);
     return [
       result.transactionId,
-      { text, tone: result.success ? (result.dlq ? 'warn' : 'ok') : 'bad' },
+      // A toned cell: coloured by the table after it is escaped and measured (output/table.ts).
+      { text, tone: result.success ? (result.dlq ? 'warn' : 'ok') : 'bad' } as TonedCell,
       result.leaseReleased ? 'released' : '-',
     ];
   });
-  const table = await renderTable({
-    headers: ['TRANSACTION ID', 'RESULT', 'LEASE'],
-    rows,
-    noHeaders: options.noHeaders,
-    style,
-  });
-  await write(io.stdout, table);
+  const table = await tableFor(
+    {
+      headers: [
+        { header: 'TRANSACTION ID', keep: 'always' },
+        { header: 'RESULT', keep: 'always' },
+        { header: 'LEASE', keep: 1 },
+      ],
+      rows,
+      noHeaders: options.noHeaders,
+      style,
+    },
+    { width: io.width, stderrWidth: io.stderrWidth, wide: format === 'wide', quiet: io.quiet },
+  );
+  await write(io.stdout, table.text);
+  if (table.note) await write(io.stderr, table.note);
 }

@@ -20,7 +20,7 @@ import { formatDuration } from '../../output/duration.js';
 import { isMachineFormat, type OutputFormat } from '../../output/format.js';
 import { escapeText, shortened } from '../../output/sanitise.js';
 import { recordSink } from '../../output/records.js';
-import { renderTable } from '../../output/table.js';
+import { tableFor } from '../../output/table.js';
 import { errorMessage, warningMessage } from '../../output/words.js';
 import { flagParser, type GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
@@ -334,29 +334,52 @@ async function printBatch(
     return;
   }
   const wide = format === 'wide';
-  const summary = await renderTable({
-    headers: ['LEASE ID', 'GROUP', 'QUEUE', 'PARTITIONS', 'MESSAGES', 'LEFT'],
-    rows: [
-      [
-        escapeText(record.leaseId),
-        escapeText(groupLabel(record.consumerGroup)),
-        escapeText(record.queue),
-        escapeText(wide ? record.partitions.join(', ') : partitionSummary(record.partitions)),
-        String(record.messages.length),
-        left === null ? '?' : formatDuration(left),
+  const target = { width: io.width, stderrWidth: io.stderrWidth, wide, quiet: io.quiet };
+  // On a narrow terminal (output/fit.ts): names are cut before anything is dropped.
+  const summary = await tableFor(
+    {
+      headers: [
+        { header: 'LEASE ID', keep: 'always' },
+        { header: 'GROUP', keep: 4, shrink: 'cut' },
+        { header: 'QUEUE', keep: 3, shrink: 'cut' },
+        { header: 'PARTITIONS', keep: 2, shrink: 'cut' },
+        { header: 'MESSAGES', keep: 1 },
+        { header: 'LEFT', keep: 5 },
       ],
-    ],
-    noHeaders: options.noHeaders,
-  });
-  const messages = await renderTable({
-    headers: ['TRANSACTION ID', 'PARTITION', 'CREATED', 'DATA'],
-    rows: record.messages.map((message) => [
-      escapeText(message.transactionId),
-      escapeText(message.partition),
-      typeof message.createdAt === 'string' ? escapeText(message.createdAt) : '-',
-      shortened(JSON.stringify(message.data) ?? 'null', wide ? 4096 : 60),
-    ]),
-    noHeaders: options.noHeaders,
-  });
-  await write(io.stdout, `${summary}\n${messages}`);
+      rows: [
+        [
+          escapeText(record.leaseId),
+          escapeText(groupLabel(record.consumerGroup)),
+          escapeText(record.queue),
+          escapeText(wide ? record.partitions.join(', ') : partitionSummary(record.partitions)),
+          String(record.messages.length),
+          left === null ? '?' : formatDuration(left),
+        ],
+      ],
+      noHeaders: options.noHeaders,
+    },
+    target,
+  );
+  const messages = await tableFor(
+    {
+      headers: [
+        { header: 'TRANSACTION ID', keep: 'always' },
+        { header: 'PARTITION', keep: 2, shrink: 'cut' },
+        { header: 'CREATED', keep: 1, shrink: 'time' },
+        { header: 'DATA', keep: 3, shrink: 'cut', minWidth: 10 },
+      ],
+      rows: record.messages.map((message) => [
+        escapeText(message.transactionId),
+        escapeText(message.partition),
+        typeof message.createdAt === 'string' ? escapeText(message.createdAt) : '-',
+        shortened(JSON.stringify(message.data) ?? 'null', wide ? 4096 : 60),
+      ]),
+      noHeaders: options.noHeaders,
+    },
+    target,
+  );
+  await write(io.stdout, `${summary.text}\n${messages.text}`);
+  // One note for both tables: the first says it, with the most columns hidden.
+  const note = [summary.note, messages.note].sort((a, b) => b.length - a.length)[0];
+  if (note) await write(io.stderr, note);
 }

@@ -8,6 +8,7 @@ import { remainingMs } from '../../broker/broker-clock.js';
 import type { RenewalResult } from '../../broker/contract.js';
 import type { ExitCode } from '../../exit.js';
 import { formatDuration } from '../../output/duration.js';
+import type { ColumnSpec } from '../../output/fit.js';
 import { bad, ok, type Cell } from '../../output/table.js';
 import type { GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
@@ -85,7 +86,16 @@ export const extendView: LeaseView<ExtendRecord> = {
   failure: 'was not renewed',
   record: extendRecord,
   headers: (wide) => {
-    const headers = ['LEASE ID', 'RENEWED', 'newExpiresAt', 'expiresAt', 'lease_expires_at', 'LEFT'];
+    // On a narrow terminal (output/fit.ts): the three expiry keys carry one value, so two go
+    // first; the time left, on the broker's clock, goes last.
+    const headers: ColumnSpec[] = [
+      { header: 'LEASE ID', keep: 'always' },
+      { header: 'RENEWED', keep: 'always' },
+      { header: 'newExpiresAt', keep: 3, shrink: 'time' },
+      { header: 'expiresAt', keep: 1, shrink: 'time' },
+      { header: 'lease_expires_at', keep: 2, shrink: 'time' },
+      { header: 'LEFT', keep: 4 },
+    ];
     return wide ? [...headers, 'BROKER SAID', 'SHAPE', 'CLOCK'] : headers;
   },
   row: (outcome, wide, nowMs) => {

@@ -9,6 +9,7 @@ import { Command } from 'commander';
 import { remainingMs } from '../../broker/broker-clock.js';
 import type { ExitCode } from '../../exit.js';
 import { formatDuration } from '../../output/duration.js';
+import type { ColumnSpec } from '../../output/fit.js';
 import { bad, ok, type Cell } from '../../output/table.js';
 import type { GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
@@ -100,7 +101,14 @@ export const inspectView: LeaseView<InspectRecord> = {
   failure: 'is not held',
   record: inspectRecord,
   headers: (wide) => {
-    const headers = ['LEASE ID', 'LIVE', 'HELD', 'EXPIRES AT', 'REMAINING'];
+    // On a narrow terminal (output/fit.ts): the count of partitions goes first, the time left last.
+    const headers: ColumnSpec[] = [
+      { header: 'LEASE ID', keep: 'always' },
+      { header: 'LIVE', keep: 'always' },
+      { header: 'HELD', keep: 1 },
+      { header: 'EXPIRES AT', keep: 2, shrink: 'time' },
+      { header: 'REMAINING', keep: 3 },
+    ];
     return wide ? [...headers, 'BROKER SAID', 'CLOCK'] : headers;
   },
   row: (outcome, wide, nowMs) => {

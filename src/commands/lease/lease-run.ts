@@ -12,7 +12,9 @@ import { isMachineFormat, type OutputFormat } from '../../output/format.js';
 import { recordSink } from '../../output/records.js';
 import { RunReport } from '../../output/report.js';
 import { loadStyle } from '../../output/style.js';
-import { renderTable, type Cell } from '../../output/table.js';
+import type { ColumnLike } from '../../output/fit.js';
+import { tableFor, type Cell } from '../../output/table.js';
+import { loadTerminalText, wrapMessage } from '../../output/width.js';
 import { retryNote } from '../../output/words.js';
 import type { Settings } from '../globals.js';
 import type { Runtime } from '../runtime.js';
@@ -55,7 +57,8 @@ export interface LeaseView<R extends object> {
   /** How a lease that is not held is reported: 'was not renewed' (extend), 'is not held' (inspect). */
   failure: 'was not renewed' | 'is not held';
   record(outcome: LeaseOutcome, nowMs: number): R;
-  headers(wide: boolean): string[];
+  /** The columns, and what each is worth on a narrow terminal (output/fit.ts). */
+  headers(wide: boolean): ColumnLike[];
   row(outcome: LeaseOutcome, wide: boolean, nowMs: number): Cell[];
 }
 
@@ -76,6 +79,15 @@ export async function runLeaseRequests<R extends object>(
   const wide = format === 'wide';
   const style = await loadStyle(io.color && (format === 'table' || wide));
   const rows: Cell[][] = [];
+  // stderr on a terminal: its lines are wrapped to its width (output/width.ts), by libraries
+  // loaded only once there is something to say there (`extend -o json | jq` on a terminal
+  // usually says nothing on stderr, and need not load them).
+  const stderrWidth = io.stderrWidth;
+  const say = (text: string): void => {
+    if (stderrWidth === undefined) void write(io.stderr, text);
+    // Each waits for the same load, so the lines keep their order.
+    else void loadTerminalText().then((libraries) => write(io.stderr, wrapMessage(text, stderrWidth, libraries)));
+  };
   let printed = 0;
   let outcomes = 0;
 
@@ -87,7 +99,7 @@ export async function runLeaseRequests<R extends object>(
       concurrency: options.concurrency,
       onRetry: (leaseId, error, attempt, delayMs) => {
         if (io.quiet) return;
-        void write(io.stderr, retryNote(leaseId, error.message, attempt, options.retry.retries, delayMs));
+        say(retryNote(leaseId, error.message, attempt, options.retry.retries, delayMs));
       },
     },
     runtime,
@@ -123,9 +135,14 @@ export async function runLeaseRequests<R extends object>(
   if (empty && !io.quiet) io.stderr.write('queenctl: no lease ids on standard input: nothing was sent\n');
   if (rows.length > 0) {
     const table = { headers: view.headers(wide), rows, noHeaders: options.noHeaders, style };
-    await write(io.stdout, await renderTable(table));
+    const printed = await tableFor(table, { width: io.width, stderrWidth: io.stderrWidth, wide, quiet: io.quiet });
+    await write(io.stdout, printed.text);
+    if (printed.note) io.stderr.write(printed.note);
   }
-  const notes = report.render(summary, source.single);
+  let notes = report.render(summary, source.single);
+  if (notes && stderrWidth !== undefined) {
+    notes = report.render(summary, source.single, { width: stderrWidth, text: await loadTerminalText() });
+  }
   // Not awaited for 'drain': a stderr nobody reads any more never drains, and the exit code
   // must still come out (the notes are a few lines; the process flushes them before it exits).
   if (notes) io.stderr.write(notes);

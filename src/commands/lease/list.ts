@@ -24,7 +24,8 @@ import { recordSink } from '../../output/records.js';
 import { nameLines, refusedLeaseIdMessage } from '../../output/names.js';
 import { escapeText } from '../../output/sanitise.js';
 import { loadStyle } from '../../output/style.js';
-import { bad, ok, renderTable, type Cell } from '../../output/table.js';
+import type { ColumnSpec } from '../../output/fit.js';
+import { bad, ok, tableFor, type Cell } from '../../output/table.js';
 import { renewAll, type RenewAllContext } from '../../renewal/renew-all.js';
 import { flagParser, type GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
@@ -360,9 +361,20 @@ export function tableRow(record: ListRecord, options: ListOptions, wide: boolean
   return [...row, record.expiresAt ?? '-', remaining];
 }
 
-function headers(options: ListOptions): string[] {
-  const base = ['LEASE ID', 'GROUP', 'QUEUE', 'PARTITIONS', 'LIVE'];
-  return options.expiry ? [...base, 'EXPIRES AT', 'REMAINING'] : base;
+/**
+ * The columns, and what each is worth on a narrow terminal (output/fit.ts): names are cut with
+ * `…` before anything is dropped; the expiry's time of day goes first, the time left last.
+ */
+function headers(options: ListOptions): ColumnSpec[] {
+  const base: ColumnSpec[] = [
+    { header: 'LEASE ID', keep: 'always' },
+    { header: 'GROUP', keep: 5, shrink: 'cut' },
+    { header: 'QUEUE', keep: 4, shrink: 'cut' },
+    { header: 'PARTITIONS', keep: 3, shrink: 'cut' },
+    { header: 'LIVE', keep: 'always' },
+  ];
+  if (!options.expiry) return base;
+  return [...base, { header: 'EXPIRES AT', keep: 2, shrink: 'time' }, { header: 'REMAINING', keep: 6 }];
 }
 
 /**
@@ -412,7 +424,10 @@ export async function runList(options: ListOptions, runtime: ListRuntime): Promi
     const wide = format === 'wide';
     const style = await loadStyle(io.color);
     const rows = records.map((record) => tableRow(record, options, wide));
-    await write(io.stdout, await renderTable({ headers: headers(options), rows, noHeaders: options.noHeaders, style }));
+    const table = { headers: headers(options), rows, noHeaders: options.noHeaders, style };
+    const printed = await tableFor(table, { width: io.width, stderrWidth: io.stderrWidth, wide, quiet: io.quiet });
+    await write(io.stdout, printed.text);
+    if (printed.note) await write(io.stderr, printed.note);
   }
   if (records.length === 0 && !io.quiet) {
     const which = options.all ? 'no leases, held or stale, were found' : 'no held leases were found';
