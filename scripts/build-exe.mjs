@@ -461,16 +461,20 @@ async function appendCodeCaches(file) {
   const recorded = join(work, 'code-caches.json');
   const caches = new Map();
   try {
-    for (const [argv, configFile, input] of [
-      [['config', 'get-contexts'], config, ''],
-      [['lease', 'extend', '-', '--server', url, '-o', 'yaml', '--retries', '0'], join(work, 'none.yaml'), 'warm-up\n'],
+    // No config file for the second run: a HOME with no ~/.queen (a QUEEN_CONFIG that names a
+    // missing file is an error, docs/cli-contract.md#config-file).
+    const home = join(work, 'warm-up-home');
+    mkdirSync(home, { recursive: true });
+    for (const [argv, where, input] of [
+      [['config', 'get-contexts'], { QUEEN_CONFIG: config }, ''],
+      [['lease', 'extend', '-', '--server', url, '-o', 'yaml', '--retries', '0'], { HOME: home }, 'warm-up\n'],
     ]) {
       await new Promise((resolve, reject) => {
         const run = execFile(
           ...onTarget(file, argv),
           {
             env: targetEnv({
-              QUEEN_CONFIG: configFile,
+              ...where,
               QUEENCTL_EXE_RECORD_CODE_CACHE: `${codeCacheToken}:${recorded}`,
             }),
           },
