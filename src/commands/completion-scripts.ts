@@ -284,13 +284,13 @@ ${fn}_offer() {
 }
 
 # The words after \`--\` (at $1 of COMP_WORDS) are a command line of their own, watch's or run's:
-# the command's name, then its own completion through bash-completion's _command_offset where that
-# is loaded, else files.
+# the command's name (a path, ./run.sh, is a file), then its own completion through
+# bash-completion's _command_offset where that is loaded, else files.
 ${fn}_command_line() {
   local -a names
   if declare -F _command_offset >/dev/null; then
     _command_offset "$1"
-  elif ((COMP_CWORD == $1)); then
+  elif ((COMP_CWORD == $1)) && [[ $2 != */* ]]; then
     mapfile -t names < <(compgen -c -- "$2" | sort -u)
     ${fn}_add "$2" "\${names[@]}"
   else

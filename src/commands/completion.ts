@@ -30,8 +30,11 @@ export function completionCommand(globals: GlobalContext): Command {
 The script is generated from queenctl's own commands and flags, so it always matches this
 version; regenerate it after an upgrade. Context names (--context, use-context, ...) are read
 from the config file while you type; lease ids (lease extend, inspect and watch) are the ones held
-now, found as lease list finds them through the context's server and token (and the --context,
---server, --config and --token-file typed on the line), within a second, or none.
+now, and consumer groups, queues and partitions (--group, --queue, --partition, acquire's queue)
+the ones the broker knows, found as lease list finds them through the context's server and token
+(and the --context, --server, --config and --token-file typed on the line), within a second, or
+none. -o offers jsonpath= with the formats. After --, the command watch runs completes as any
+command line: its name, then its own arguments.
 
 Examples:
   source <(queenctl completion bash)                          # this bash session

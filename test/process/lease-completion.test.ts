@@ -454,11 +454,13 @@ describe('completion after --: the command and its own arguments', () => {
         `queenctl lease watch x -- ${prefix}`,
         `queenctl lease run orders -- ${prefix}`,
         `queenctl lease watch x -- ${CHILD} `,
+        // A path is a file, not a command on PATH.
+        'queenctl lease watch x -- ./nightly',
       ],
       recordCompopt,
     );
-    assert.deepEqual(plain.offered, [[CHILD], [CHILD], []]);
-    assert.equal(plain.stderr, 'compopt -o default\n', 'files after the command');
+    assert.deepEqual(plain.offered, [[CHILD], [CHILD], [], []]);
+    assert.equal(plain.stderr, 'compopt -o default\n'.repeat(2), 'files after the command, and for a path');
     // bash-completion's _command_offset completes the rest as if it were a line of its own.
     const delegating = await bash(
       [`queenctl lease watch x -- ${CHILD} `, `queenctl -v lease run orders -- git st`],
