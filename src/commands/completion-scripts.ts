@@ -27,7 +27,8 @@ const LEASE_ID_VERBS = ['lease extend', 'lease inspect', 'lease watch'];
 
 /**
  * The flags that say which broker and token to use: passed on to `__complete leases` (and groups,
- * queues, partitions), so names come from the broker the command line names. Values may follow after a space or an `=`.
+ * queues, partitions), so names come from the broker the command line names. Values may follow
+ * after a space or an `=`.
  */
 const CONNECTION_FLAGS = ['--context', '--server', '--config', '--token-file', '--cacert'];
 

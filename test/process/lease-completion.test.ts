@@ -26,8 +26,13 @@ const sim = (): Simulator => {
   return simulator;
 };
 let env: { HOME: string; PATH: string; QUEENCTL_COMPLETION_TIMEOUT: string };
-/** `queenctl completion bash`, made once (test/process/completion.test.ts sources it as `<(...)`). */
+/**
+ * `queenctl completion bash|zsh|fish`, made once (test/process/completion.test.ts sources them as
+ * `<(...)`): each shell below sources the file, and no run pays for making it again.
+ */
 let bashScript: string;
+let zshScript: string;
+let fishScript: string;
 
 after(() => simulator?.close());
 before(async () => {
@@ -50,8 +55,16 @@ before(async () => {
   // (test/unit/completion-leases.test.ts), on a clock of their own.
   env = { HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}`, QUEENCTL_COMPLETION_TIMEOUT: '20s' };
   bashScript = join(bin, 'queenctl.bash');
-  const script = await runProcess('queenctl', ['completion', 'bash'], { env, exit: 0 });
-  writeFileSync(bashScript, script.stdout);
+  zshScript = join(bin, 'queenctl.zsh');
+  fishScript = join(bin, 'queenctl.fish');
+  for (const [shell, file] of [
+    ['bash', bashScript],
+    ['zsh', zshScript],
+    ['fish', fishScript],
+  ] as const) {
+    const script = await runProcess('queenctl', ['completion', shell], { env, exit: 0 });
+    writeFileSync(file, script.stdout);
+  }
 });
 
 /** Ends what bash offered for one line. */
@@ -303,8 +316,10 @@ for word in "\${COMPREPLY[@]}"; do eval "set -- $word"; printf '%s\\n' "$#:$1"; 
     skip: installed('zsh') ? false : 'zsh is not installed here',
   }, async () => {
     const { groupTick, queue, partition } = names();
-    const program = `autoload -U compinit && compinit -u
-source <(queenctl completion zsh)
+    // compadd prints what it is given, so the completion system itself is not needed: compdef,
+    // which the script calls once loaded, does nothing here.
+    const program = `compdef() { : }
+source ${JSON.stringify(zshScript)}
 compadd() { [[ $1 == -a ]] && print -l -- \${(P)2} }
 words=(queenctl lease list --group ''); CURRENT=5; _queenctl
 words=(queenctl lease list --queue ''); CURRENT=5; _queenctl
@@ -324,7 +339,7 @@ words=(queenctl lease acquire --partition ''); CURRENT=5; _queenctl`;
       'fish',
       [
         '-c',
-        'queenctl completion fish | source; complete -C "queenctl lease list --group "; ' +
+        `source ${JSON.stringify(fishScript)}; complete -C "queenctl lease list --group "; ` +
           'complete -C "queenctl lease list --queue "; complete -C "queenctl lease acquire --partition "',
       ],
       { env: hostileEnv, exit: 0, cwd: marks },
@@ -336,39 +351,47 @@ words=(queenctl lease acquire --partition ''); CURRENT=5; _queenctl`;
 });
 
 /**
- * What zsh offers when TAB is pressed at the end of `line`, in an interactive zsh on a pseudo
- * terminal (zsh/zpty): the script's own functions run inside a real completion widget, as they
+ * What zsh offers when TAB is pressed at the end of each of `lines`, in one interactive zsh on a
+ * pseudo terminal (zsh/zpty): the script's functions run inside a real completion widget, as they
  * do for an operator, so _normal and _command_names work as they do there. compadd is wrapped to
- * record each match it is given; the widget writes END once the completion is over.
+ * record each match it would add; the widget writes END once a completion is over, and the line
+ * is then killed (^U) for the next.
  */
-async function zshTab(line: string, runEnv: Record<string, string> = env): Promise<string[]> {
+async function zshTab(lines: string[], runEnv: Record<string, string> = env): Promise<string[][]> {
   const out = join(mkdtempSync(join(tmpdir(), 'queenctl-zsh-')), 'offered');
   const program = `zmodload zsh/zpty
 zpty z zsh -f -i
-zpty -w z "PS1=''; autoload -U compinit; compinit -u -D; source <(queenctl completion zsh)"
+zpty -w z "PS1=''; autoload -U compinit; compinit -u -D; source \${(q)COMPLETION_SCRIPT}"
 zpty -w z 'compadd() { local -a __hits; builtin compadd -O __hits "$@"; print -rl -- $__hits >> "$OFFERED" }'
 zpty -w z '_tab() { zle complete-word; print -r -- END >> "$OFFERED" }; zle -N _tab; bindkey "^I" _tab'
-zpty -w -n z "$1"$'\\t'
-# However busy the machine: the completion runs queenctl, which starts node.
-for i in {1..1200}; do
-  [[ -f $OFFERED ]] && grep -qx END "$OFFERED" && break
-  sleep 0.05
+integer n=0 i
+for line in "$@"; do
+  (( n++ ))
+  zpty -w -n z "$line"$'\\t'
+  # However busy the machine: a completion may run queenctl, which starts node.
+  for ((i = 0; i < 2400; i++)); do
+    [[ -f $OFFERED ]] && (( $(grep -cx END "$OFFERED") >= n )) && break
+    sleep 0.05
+  done
+  (( i < 2400 )) || { print -u2 "the completion of $line did not end"; exit 1 }
+  zpty -w -n z $'\\x15' # ^U, kill-whole-line
 done
-zpty -d z
-grep -qx END "$OFFERED" || { print -u2 "the completion did not end"; exit 1 }`;
-  await runProcess('zsh', ['-f', '-c', program, 'zsh', line], {
-    env: { ...runEnv, OFFERED: out },
+zpty -d z`;
+  await runProcess('zsh', ['-f', '-c', program, 'zsh', ...lines], {
+    env: { ...runEnv, OFFERED: out, COMPLETION_SCRIPT: zshScript },
     exit: 0,
-    timeoutMs: 90_000,
+    timeoutMs: 110_000,
   });
-  const offered = readFileSync(out, 'utf8').split('\n');
-  return [...new Set(offered.filter((word) => word !== '' && word !== 'END'))].sort();
+  const offered = readFileSync(out, 'utf8').split('END\n');
+  assert.equal(offered.pop(), '', 'every line ended');
+  assert.equal(offered.length, lines.length);
+  return offered.map((text) => [...new Set(text.split('\n').filter(Boolean))].sort());
 }
 
 /** What fish offers for each line, its candidates without their descriptions. */
 async function fishTab(lines: string[], runEnv: Record<string, string> = env): Promise<string[][]> {
   const calls = lines.map((line) => `complete -C ${JSON.stringify(line)}; echo '${END_OF_LINE}'`);
-  const result = await runProcess('fish', ['-c', `queenctl completion fish | source; ${calls.join('; ')}`], {
+  const result = await runProcess('fish', ['-c', `source ${JSON.stringify(fishScript)}; ${calls.join('; ')}`], {
     env: runEnv,
     exit: 0,
   });
@@ -429,9 +452,7 @@ describe("completion of the broker's consumer groups, queues and partitions", ()
   });
 
   it('zsh offers the same', { skip: installed('zsh') ? false : 'zsh is not installed here' }, async () => {
-    const offered: string[][] = [];
-    for (const line of lines) offered.push(await zshTab(line));
-    assert.deepEqual(offered, expected);
+    assert.deepEqual(await zshTab(lines), expected);
   });
 
   it('fish offers the same', { skip: installed('fish') ? false : 'fish is not installed here' }, async () => {
@@ -472,9 +493,9 @@ describe('completion after --: the command and its own arguments', () => {
   it("zsh offers command names, then that command's own completion", {
     skip: installed('zsh') ? false : 'zsh is not installed here',
   }, async () => {
-    assert.deepEqual(await zshTab(`queenctl lease watch x -- ${prefix}`), [CHILD]);
-    // queenctl's own completion, delegated to: its commands starting with con.
-    assert.deepEqual(await zshTab('queenctl lease watch x -- queenctl con'), ['config']);
+    // Then queenctl's own completion, delegated to: its commands starting with con.
+    const offered = await zshTab([`queenctl lease watch x -- ${prefix}`, 'queenctl lease watch x -- queenctl con']);
+    assert.deepEqual(offered, [[CHILD], ['config']]);
   });
 
   it("fish offers command names, then that command's own completion", {
