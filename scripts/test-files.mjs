@@ -24,8 +24,9 @@ const APART = /^(slow|exe|fleet|release)\//;
 /**
  * Groups by directory (`alone`: files of it that keep a process of their own), or of the files
  * named. A group's files run one after another. `waits`: its files wait on real time (watches on
- * the wall clock, real processes); the process tests make three such groups (the shells'
- * completion apart), so they end with the rest.
+ * the wall clock, real processes); the process tests make two such groups, so they end with the
+ * rest. The completion tests (real bash, zsh on a pseudo terminal and fish, a queenctl run per TAB)
+ * are in none: on a loaded machine each file takes a minute, and each keeps its own time limit.
  */
 const GROUPS = [
   {
@@ -39,13 +40,6 @@ const GROUPS = [
     name: 'process-2',
     waits: true,
     files: ['watch', 'loads', 'readers-and-signals', 'exit-codes', 'demo-job'].map((name) => `process/${name}.test.js`),
-  },
-  {
-    // Real bash, zsh (on a pseudo terminal) and fish, each TAB running queenctl: on a loaded
-    // machine these alone take a minute, too long to share a group's time limit (issue 33).
-    name: 'process-3',
-    waits: true,
-    files: ['completion', 'lease-completion'].map((name) => `process/${name}.test.js`),
   },
   {
     name: 'e2e-wall-clock',
