@@ -12,16 +12,23 @@ import type { Shell } from './completion.js';
 
 /**
  * What may follow a flag or stand as an argument: nothing to offer, files, contexts, the lease
- * ids held now, words.
+ * ids held now, the broker's consumer groups, queues or partitions, words.
  */
-type ValueKind = 'any' | 'file' | 'context' | 'lease' | `words:${string}`;
+type ValueKind = 'any' | 'file' | 'context' | 'lease' | BrokerKind | `words:${string}`;
+
+/** The names the scripts ask the broker for, each through `__complete <kind>s`. */
+type BrokerKind = 'group' | 'queue' | 'partition';
+const BROKER_KINDS: readonly BrokerKind[] = ['group', 'queue', 'partition'];
+/** Every kind a script asks the broker for through `__complete`, with the connection flags. */
+const BROKER_NAMES = ['lease', ...BROKER_KINDS];
 
 /** The verbs whose operands are lease ids held now. */
 const LEASE_ID_VERBS = ['lease extend', 'lease inspect', 'lease watch'];
 
 /**
- * The flags that say which broker and token to use: passed on to `__complete leases`, so ids
- * come from the broker the command line names. Values may follow after a space or an `=`.
+ * The flags that say which broker and token to use: passed on to `__complete leases` (and groups,
+ * queues, partitions), so names come from the broker the command line names. Values may follow
+ * after a space or an `=`.
  */
 const CONNECTION_FLAGS = ['--context', '--server', '--config', '--token-file', '--cacert'];
 
@@ -45,14 +52,30 @@ interface CommandSpec {
   argument: ValueKind | null;
 }
 
-/** Flags whose values are files or contexts; the rest say so through commander's choices. */
+/**
+ * `-o jsonpath=`: offered with the formats, and the expression is typed right after the `=`, so
+ * no shell adds a space after it (the scripts leave a word ending in `=` open).
+ */
+const JSONPATH_PREFIX = 'jsonpath=';
+
+/**
+ * Flags whose values are files, contexts or the broker's names; the rest say so through
+ * commander's choices.
+ */
 const FLAG_VALUES: Record<string, ValueKind> = {
-  '--output': `words:${OUTPUT_FORMATS.join(' ')}`,
+  '--output': `words:${[...OUTPUT_FORMATS, JSONPATH_PREFIX].join(' ')}`,
+  '--group': 'group',
+  '--queue': 'queue',
+  '--partition': 'partition',
   '--context': 'context',
   '--config': 'file',
   '--token-file': 'file',
   '--cacert': 'file',
 };
+
+function isBrokerName(kind: ValueKind): boolean {
+  return (BROKER_NAMES as readonly string[]).includes(kind);
+}
 
 function flagSpec(option: Option): FlagSpec {
   const names = [option.short, option.long].filter((name): name is string => Boolean(name));
@@ -73,6 +96,8 @@ function argumentKind(path: string, command: Command): ValueKind | null {
   // The config verbs name their context `<name>`.
   if (path.startsWith('config ') && first.name() === 'name') return 'context';
   if (LEASE_ID_VERBS.includes(path)) return 'lease';
+  // lease acquire <queue>, and any verb that takes a queue first.
+  if (first.name() === 'queue') return 'queue';
   // A batch record, the file lease acquire -o json wrote.
   if (path === 'lease ack') return 'file';
   return null;
@@ -247,12 +272,31 @@ ${fn}_offer() {
     context)
       mapfile -t names < <("$3" __complete contexts 2>/dev/null)
       ${fn}_add "$2" "\${names[@]}" ;;
-    lease)
+    ${BROKER_NAMES.join('|')})
+      # Asked of the broker the line names: lease -> __complete leases, group -> groups.
       ${fn}_connection
-      mapfile -t names < <("$3" __complete leases "\${REPLY[@]}" 2>/dev/null)
+      mapfile -t names < <("$3" __complete "$1"s "\${REPLY[@]}" 2>/dev/null)
       ${fn}_add "$2" "\${names[@]}" ;;
-    words:*) ${fn}_words "$2" "\${1#words:}" ;;
+    words:*)
+      ${fn}_words "$2" "\${1#words:}"
+      # A word ending in = (jsonpath=) is left open: its value follows it, with no space.
+      [[ \${#COMPREPLY[@]} == 1 && \${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null ;;
   esac
+}
+
+# The words after \`--\` (at $1 of COMP_WORDS) are a command line of their own, watch's or run's:
+# the command's name (a path, ./run.sh, is a file), then its own completion through
+# bash-completion's _command_offset where that is loaded, else files.
+${fn}_command_line() {
+  local -a names
+  if declare -F _command_offset >/dev/null; then
+    _command_offset "$1"
+  elif ((COMP_CWORD == $1)) && [[ $2 != */* ]]; then
+    mapfile -t names < <(compgen -c -- "$2" | sort -u)
+    ${fn}_add "$2" "\${names[@]}"
+  else
+    compopt -o default 2>/dev/null
+  fi
 }
 
 # The flags of the command line that name a broker or a token, from COMP_LINE: COMP_WORDS splits
@@ -277,8 +321,7 @@ ${fn}() {
   for ((i = 1; i < COMP_CWORD; i++)); do
     word=\${COMP_WORDS[i]}
     if [[ $word == -- ]]; then
-      # The rest is watch's command: complete it as bash would.
-      compopt -o default 2>/dev/null
+      ${fn}_command_line $((i + 1)) "$cur"
       return 0
     fi
     if [[ $word == -* ]]; then
@@ -346,12 +389,21 @@ ${shellTables(
 ${valueTable(`${fn}_value`, root)}
 ${argumentTable(`${fn}_argument`, root)}
 ${fn}_offer() {
-  local -a names
+  local -a names open
   case "$1" in
     file) _files ;;
     context) names=(\${(f)"$(\${words[1]} __complete contexts 2>/dev/null)"}); compadd -a names ;;
-    lease) names=(\${(f)"$(\${words[1]} __complete leases "\${connection[@]}" 2>/dev/null)"}); compadd -a names ;;
-    words:*) names=(\${=\${1#words:}}); compadd -a names ;;
+    ${BROKER_NAMES.join('|')})
+      # Asked of the broker the line names: lease -> __complete leases, group -> groups.
+      names=(\${(f)"$(\${words[1]} __complete \${1}s "\${connection[@]}" 2>/dev/null)"})
+      compadd -a names ;;
+    words:*)
+      names=(\${=\${1#words:}})
+      # A word ending in = (jsonpath=) is left open: its value follows it, with no space.
+      open=(\${(M)names:#*=})
+      names=(\${names:#*=})
+      compadd -a names
+      compadd -S '' -a open ;;
     *) _message 'value' ;;
   esac
 }
@@ -367,7 +419,8 @@ ${fn}() {
       ${CONNECTION_FLAGS.map((flag) => `${flag}=*`).join('|')}|--insecure) connection+=(\${(Q)word}) ;;
     esac
     if [[ $word == -- ]]; then
-      # The rest is watch's command: complete it as zsh completes any command line.
+      # The rest is a command line of its own (watch's, run's): the command's name, then what
+      # that command completes, as zsh completes any command line.
       shift $i words
       (( CURRENT -= i ))
       _normal
@@ -444,9 +497,11 @@ function fishScript(name: string, root: CommandSpec): string {
           ? ' -r -F'
           : flag.value === 'context'
             ? ` -x -a ${fq(`(${fn}_contexts)`)}`
-            : flag.value === 'any'
-              ? ' -x'
-              : ` -x -a ${fq(flag.value.slice('words:'.length))}`;
+            : isBrokerName(flag.value)
+              ? ` -x -a ${fq(`(${fn}_broker ${flag.value}s)`)}`
+              : flag.value === 'any'
+                ? ' -x'
+                : ` -x -a ${fq(flag.value.slice('words:'.length))}`;
     return complete(condition, `${spellings}${value} -d ${fq(oneLine(flag.description))}`);
   };
   for (const spec of specs) {
@@ -463,8 +518,8 @@ function fishScript(name: string, root: CommandSpec): string {
           ? '-F'
           : kind === 'context'
             ? `-a ${fq(`(${fn}_contexts)`)}`
-            : kind === 'lease'
-              ? `-a ${fq(`(${fn}_leases)`)}`
+            : isBrokerName(kind)
+              ? `-a ${fq(`(${fn}_broker ${kind}s)`)}`
               : kind === 'any'
                 ? ''
                 : `-a ${fq(kind.slice('words:'.length))}`;
@@ -522,8 +577,9 @@ function ${fn}_contexts
     $words[1] __complete contexts 2>/dev/null
 end
 
-# The lease ids held now, from the broker and token the command line names.
-function ${fn}_leases
+# What the broker holds or knows ($argv[1]: leases, groups, queues, partitions), from the broker
+# and token the command line names.
+function ${fn}_broker
     set -l words (commandline -opc)
     set -l connection
     set -l take 0
@@ -543,11 +599,26 @@ function ${fn}_leases
                 set -a connection $word
         end
     end
-    $words[1] __complete leases $connection 2>/dev/null
+    $words[1] __complete $argv[1] $connection 2>/dev/null
+end
+
+# The words after -- are a command line of their own (watch's, run's): completed as fish completes
+# that line on its own, the command's name first, then what the command completes.
+function ${fn}_command_line
+    set -l rest
+    set -l after 0
+    for word in (commandline -opc)[2..-1]
+        if test $after = 1
+            set -a rest (string escape -- $word)
+        else if test "$word" = --
+            set after 1
+        end
+    end
+    complete -C (string join ' ' -- $rest (commandline -ct))
 end
 
 complete -c ${name} -f
-complete -c ${name} -n ${fq(`${fn}_at __dashdash`)} -F
+complete -c ${name} -n ${fq(`${fn}_at __dashdash`)} -a ${fq(`(${fn}_command_line)`)}
 ${lines.join('\n')}
 `;
 }

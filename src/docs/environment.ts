@@ -25,7 +25,9 @@ export const ENVIRONMENT: readonly Entry[] = [
   { name: 'QUEENCTL_DEBUG', text: 'when set, an internal error prints its stack trace.' },
   {
     name: 'QUEENCTL_COMPLETION_TIMEOUT',
-    text: 'how long shell completion waits for the broker to list the lease ids held now (a duration; default 500ms).',
+    text:
+      'how long shell completion waits for the broker to list the lease ids held now, or its groups, queues ' +
+      'and partitions (a duration; default 500ms).',
   },
   { name: 'NO_COLOR', text: 'when set and not empty, no colour (as --no-color).' },
   { name: 'FORCE_COLOR', text: 'colour even when not on a terminal (as --color); 0 or false: no colour.' },

@@ -102,6 +102,15 @@ before(async () => {
   installedBash = script.stdout;
 });
 
+function shellInstalled(shell: string): boolean {
+  try {
+    execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore', timeout: 10_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 describe('completion', () => {
   for (const shell of ['bash', 'zsh', 'fish']) {
     it(`${shell}: the installed script is what the generator gives from this command tree`, async () => {
@@ -163,7 +172,7 @@ describe('completion', () => {
       // A flag's value is not mistaken for a command: `--server lease` does not enter `lease`.
       ['queenctl', '--server', 'http://x', 'config', 'v'],
     ]);
-    assert.deepEqual(formats, ['json', 'name', 'ndjson', 'table', 'wide', 'yaml']);
+    assert.deepEqual(formats, ['json', 'jsonpath=', 'name', 'ndjson', 'table', 'wide', 'yaml']);
     assert.deepEqual(shells, ['bash', 'fish', 'zsh']);
     assert.deepEqual(useContext, ['prod', 'staging']);
     assert.deepEqual(context, ['staging']);
@@ -186,12 +195,68 @@ describe('completion', () => {
         shell === 'zsh'
           ? 'autoload -U compinit && compinit -u && source <(queenctl completion zsh)'
           : 'queenctl completion fish | source; and complete -C "queenctl config use-context "';
-      const { code, stdout, stderr } = await runProcess(shell, ['-c', load], { env, exit: 0 });
+      // compinit reads every completion function zsh has: on a loaded machine, longer than 20 s.
+      const { code, stdout, stderr } = await runProcess(shell, ['-c', load], { env, exit: 0, timeoutMs: 90_000 });
       assert.equal(code, 0, stderr);
       assert.equal(stderr, '');
       if (shell === 'fish') assert.deepEqual(stdout.split('\n').filter(Boolean).sort(), ['prod', 'staging']);
     });
   }
+
+  it('bash offers -o jsonpath= and leaves it open: no space, the expression follows', async () => {
+    // compopt works only inside a completion bash started; here it says what it was asked, on
+    // fd 3 (the script sends compopt's own stderr away).
+    const lines = [
+      ['queenctl', 'lease', 'extend', '-o', 'jsonp'],
+      ['queenctl', 'ping', '--output', '=', 'jsonp'],
+      ['queenctl', 'lease', 'list', '-o', 'ya'],
+      ['queenctl', 'lease', 'list', '-o', 'js'],
+    ];
+    const calls = lines.map(
+      (words) =>
+        `COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}; COMPREPLY=()\n` +
+        `_queenctl; printf '%s\\n' "\${COMPREPLY[@]}"; echo '${END_OF_LINE}' >&3; echo '${END_OF_LINE}'`,
+    );
+    const program = `exec 3>&2; compopt() { printf '%s\\n' "compopt $*" >&3; }
+source ${JSON.stringify(bashScript)}\n${calls.join('\n')}`;
+    const result = await runProcess('bash', ['-c', program], { env, exit: 0 });
+    const offered = result.stdout.split(`${END_OF_LINE}\n`).map((text) => text.split('\n').filter(Boolean));
+    const asked = result.stderr.split(`${END_OF_LINE}\n`).map((text) => text.split('\n').filter(Boolean));
+    assert.deepEqual(offered.slice(0, 4), [['jsonpath='], ['jsonpath='], ['yaml'], ['json', 'jsonpath=']]);
+    // With json and jsonpath= both offered bash adds no space anyway: nospace is for jsonpath= alone.
+    assert.deepEqual(asked.slice(0, 4), [['compopt -o nospace'], ['compopt -o nospace'], [], []]);
+  });
+
+  it('zsh offers -o jsonpath= with no suffix, the other formats with one', {
+    skip: shellInstalled('zsh') ? false : 'zsh is not installed here',
+  }, async () => {
+    // compadd prints what it is given, so the completion system itself is not needed: compdef,
+    // which the script calls once loaded, does nothing here.
+    const program = `compdef() { : }
+source <(queenctl completion zsh)
+compadd() { print -r -- "$*: \${(P)\${@[-1]}}" }
+words=(queenctl lease extend -o ''); CURRENT=5; _queenctl`;
+    const { stdout } = await runProcess('zsh', ['-c', program], { env, exit: 0 });
+    assert.deepEqual(stdout.split('\n').filter(Boolean), [
+      '-a names: table wide json ndjson yaml name',
+      '-S  -a open: jsonpath=',
+    ]);
+  });
+
+  it('fish offers -o jsonpath= with the formats', {
+    skip: shellInstalled('fish') ? false : 'fish is not installed here',
+  }, async () => {
+    const { stdout } = await runProcess(
+      'fish',
+      ['-c', 'queenctl completion fish | source; complete -C "queenctl lease extend -o js"'],
+      { env, exit: 0 },
+    );
+    const offered = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.split('\t')[0]);
+    assert.deepEqual([...new Set(offered)].sort(), ['json', 'jsonpath=']);
+  });
 
   it('bash completes `help` with the same command names as the commands themselves', async () => {
     const [top, lease, config, extend] = await bashCompleteAll([

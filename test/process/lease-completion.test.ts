@@ -1,11 +1,13 @@
 /**
  * TAB on `queenctl lease extend|inspect|watch` through the real binary in bash, zsh and fish:
  * the lease ids held now, from the broker of the context in force (or of --context on the line),
- * and nothing at all, not an error, when the broker cannot be reached.
+ * and nothing at all, not an error, when the broker cannot be reached; the same for the broker's
+ * consumer groups, queues and partitions (--group, --queue, --partition, a verb's <queue>); and
+ * after `--`, the command line watch (or run) starts: a command's name, then its own completion.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
@@ -24,8 +26,13 @@ const sim = (): Simulator => {
   return simulator;
 };
 let env: { HOME: string; PATH: string; QUEENCTL_COMPLETION_TIMEOUT: string };
-/** `queenctl completion bash`, made once (test/process/completion.test.ts sources it as `<(...)`). */
+/**
+ * `queenctl completion bash|zsh|fish`, made once (test/process/completion.test.ts sources them as
+ * `<(...)`): each shell below sources the file, and no run pays for making it again.
+ */
 let bashScript: string;
+let zshScript: string;
+let fishScript: string;
 
 after(() => simulator?.close());
 before(async () => {
@@ -41,30 +48,44 @@ before(async () => {
   const bin = mkdtempSync(join(tmpdir(), 'queenctl-bin-'));
   writeFileSync(join(bin, 'queenctl'), `#!/bin/sh\nexec ${cliCommandLine()} "$@"\n`);
   chmodSync(join(bin, 'queenctl'), 0o755);
+  // A command on PATH that no other program's name starts like, for the words after --.
+  writeFileSync(join(bin, CHILD), '#!/bin/sh\n');
+  chmodSync(join(bin, CHILD), 0o755);
   // The ids must come, however busy the machine: the 500 ms budget is the unit tests' to prove
   // (test/unit/completion-leases.test.ts), on a clock of their own.
   env = { HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}`, QUEENCTL_COMPLETION_TIMEOUT: '20s' };
   bashScript = join(bin, 'queenctl.bash');
-  const script = await runProcess('queenctl', ['completion', 'bash'], { env, exit: 0 });
-  writeFileSync(bashScript, script.stdout);
+  zshScript = join(bin, 'queenctl.zsh');
+  fishScript = join(bin, 'queenctl.fish');
+  for (const [shell, file] of [
+    ['bash', bashScript],
+    ['zsh', zshScript],
+    ['fish', fishScript],
+  ] as const) {
+    const script = await runProcess('queenctl', ['completion', shell], { env, exit: 0 });
+    writeFileSync(file, script.stdout);
+  }
 });
 
 /** Ends what bash offered for one line. */
 const END_OF_LINE = '--- end of line ---';
+
+/** The command on PATH the words after `--` complete to. */
+const CHILD = 'queenctl-child-xyz';
 
 /**
  * bash as it completes each of `lines` (each ending in the word being completed), in one bash:
  * what it offers for each, and everything said on stderr. Each completion of a lease id runs
  * `queenctl` on PATH, as a TAB does.
  */
-async function bash(lines: string[]): Promise<{ offered: string[][]; stderr: string }> {
+async function bash(lines: string[], preamble = ''): Promise<{ offered: string[][]; stderr: string }> {
   const calls = lines.map((line) => {
     const words = line.split(' ');
     return `COMP_LINE=${JSON.stringify(line)}
 COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}; COMPREPLY=()
 _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"; echo '${END_OF_LINE}'`;
   });
-  const program = `source ${JSON.stringify(bashScript)}\n${calls.join('\n')}`;
+  const program = `${preamble}\nsource ${JSON.stringify(bashScript)}\n${calls.join('\n')}`;
   const result = await runProcess('bash', ['-c', program], { env, exit: 0 });
   const offered = result.stdout.split(`${END_OF_LINE}\n`);
   assert.equal(offered.pop(), '', 'every line ended');
@@ -152,6 +173,17 @@ describe('completion candidates are never expanded', () => {
   const ids = (): string[] => [`$(touch\${IFS}${marks}/lease-dollar)`, `\`touch\${IFS}${marks}/lease-tick\``];
   const contexts = (): string[] => [`$(touch\${IFS}${marks}/context-dollar)`, `\`touch\${IFS}${marks}/context-tick\``];
   const nothingRan = (): void => assert.deepEqual(readdirSync(marks), [], 'a candidate was run by the shell');
+  /**
+   * The broker's names. A group goes into a URL path, so one with `/` is no candidate at all
+   * (isNameCandidate); the group offered runs `touch` in the current directory, which the shells
+   * below are started in. A queue or partition may hold `/`, and is offered.
+   */
+  const names = () => ({
+    groupDollar: `$(touch\${IFS}${marks}/group-dollar)`,
+    groupTick: `\`touch\${IFS}group-tick\``,
+    queue: `$(touch\${IFS}${marks}/queue-dollar)`,
+    partition: `\`touch\${IFS}${marks}/partition-tick\``,
+  });
 
   before(async () => {
     hostile = await startSimulator();
@@ -166,6 +198,10 @@ describe('completion candidates are never expanded', () => {
       `current-context: ${JSON.stringify(contexts()[0])}\ncontexts:\n${named.join('')}`,
     );
     hostileEnv = { ...env, HOME: home };
+    // Born expired: the broker knows the group, queue and partition, and no lease id is added.
+    const { groupDollar, groupTick, queue, partition } = names();
+    hostile.mint({ group: groupTick, queue, seconds: -1, partitions: [{ partition }] });
+    hostile.mint({ group: groupDollar, queue: 'orders', seconds: -1 });
   });
   after(() => hostile?.close());
   // Each shell is judged on its own: what an earlier one left is removed.
@@ -245,5 +281,231 @@ words=(queenctl --context ''); CURRENT=3; _queenctl`;
       [...ids(), ...contexts()].sort(),
       result.stderr,
     );
+  });
+
+  it("bash offers the broker's groups, queues and partitions quoted, and runs nothing", async () => {
+    const { groupTick, queue, partition } = names();
+    const lines = [
+      'queenctl lease list --group ',
+      'queenctl lease list --queue ',
+      'queenctl lease list --partition ',
+      'queenctl lease acquire ',
+    ];
+    const calls = lines.map((line) => {
+      const words = line.split(' ');
+      return `COMP_LINE=${JSON.stringify(line)}
+COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}; COMPREPLY=()
+_queenctl
+for word in "\${COMPREPLY[@]}"; do eval "set -- $word"; printf '%s\\n' "$#:$1"; done; echo '${END_OF_LINE}'`;
+    });
+    const program = `source ${JSON.stringify(bashScript)}\n${calls.join('\n')}`;
+    const result = await runProcess('bash', ['-c', program], { env: hostileEnv, exit: 0, cwd: marks });
+    nothingRan();
+    const [groups, queues, partitions, acquire] = result.stdout
+      .split(`${END_OF_LINE}\n`)
+      .map((text) => text.split('\n').filter(Boolean).sort());
+    // The group with a / is left out; each other candidate reads back as one literal word.
+    assert.deepEqual(groups, ['1:billing', `1:${groupTick}`].sort(), result.stderr);
+    assert.ok(queues?.includes(`1:${queue}`), result.stdout);
+    assert.deepEqual(acquire, queues);
+    assert.ok(partitions?.includes(`1:${partition}`), result.stdout);
+    for (const word of [...(queues ?? []), ...(partitions ?? [])]) assert.match(word, /^1:/);
+  });
+
+  it("zsh adds the broker's names as they are and runs nothing", {
+    skip: installed('zsh') ? false : 'zsh is not installed here',
+  }, async () => {
+    const { groupTick, queue, partition } = names();
+    // compadd prints what it is given, so the completion system itself is not needed: compdef,
+    // which the script calls once loaded, does nothing here.
+    const program = `compdef() { : }
+source ${JSON.stringify(zshScript)}
+compadd() { [[ $1 == -a ]] && print -l -- \${(P)2} }
+words=(queenctl lease list --group ''); CURRENT=5; _queenctl
+words=(queenctl lease list --queue ''); CURRENT=5; _queenctl
+words=(queenctl lease acquire --partition ''); CURRENT=5; _queenctl`;
+    const result = await runProcess('zsh', ['-c', program], { env: hostileEnv, exit: 0, cwd: marks });
+    nothingRan();
+    const offered = result.stdout.split('\n').filter(Boolean);
+    for (const name of [groupTick, queue, partition]) assert.ok(offered.includes(name), result.stdout);
+    assert.ok(!offered.includes(names().groupDollar), 'a group with / is no candidate');
+  });
+
+  it("fish offers the broker's names as they are and runs nothing", {
+    skip: installed('fish') ? false : 'fish is not installed here',
+  }, async () => {
+    const { groupTick, queue, partition } = names();
+    const result = await runProcess(
+      'fish',
+      [
+        '-c',
+        `source ${JSON.stringify(fishScript)}; complete -C "queenctl lease list --group "; ` +
+          'complete -C "queenctl lease list --queue "; complete -C "queenctl lease acquire --partition "',
+      ],
+      { env: hostileEnv, exit: 0, cwd: marks },
+    );
+    nothingRan();
+    const offered = result.stdout.split('\n').map((line) => line.split('\t')[0]);
+    for (const name of [groupTick, queue, partition]) assert.ok(offered.includes(name), result.stdout);
+  });
+});
+
+/**
+ * What zsh offers when TAB is pressed at the end of each of `lines`, in one interactive zsh on a
+ * pseudo terminal (zsh/zpty): the script's functions run inside a real completion widget, as they
+ * do for an operator, so _normal and _command_names work as they do there. compadd is wrapped to
+ * record each match it would add; the widget writes END once a completion is over, and the line
+ * is then killed (^U) for the next.
+ */
+async function zshTab(lines: string[], runEnv: Record<string, string> = env): Promise<string[][]> {
+  const out = join(mkdtempSync(join(tmpdir(), 'queenctl-zsh-')), 'offered');
+  const program = `zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z "PS1=''; autoload -U compinit; compinit -u -D; source \${(q)COMPLETION_SCRIPT}"
+zpty -w z 'compadd() { local -a __hits; builtin compadd -O __hits "$@"; print -rl -- $__hits >> "$OFFERED" }'
+zpty -w z '_tab() { zle complete-word; print -r -- END >> "$OFFERED" }; zle -N _tab; bindkey "^I" _tab'
+integer n=0 i
+for line in "$@"; do
+  (( n++ ))
+  zpty -w -n z "$line"$'\\t'
+  # However busy the machine: a completion may run queenctl, which starts node.
+  for ((i = 0; i < 2400; i++)); do
+    [[ -f $OFFERED ]] && (( $(grep -cx END "$OFFERED") >= n )) && break
+    sleep 0.05
+  done
+  (( i < 2400 )) || { print -u2 "the completion of $line did not end"; exit 1 }
+  zpty -w -n z $'\\x15' # ^U, kill-whole-line
+done
+zpty -d z`;
+  await runProcess('zsh', ['-f', '-c', program, 'zsh', ...lines], {
+    env: { ...runEnv, OFFERED: out, COMPLETION_SCRIPT: zshScript },
+    exit: 0,
+    timeoutMs: 110_000,
+  });
+  const offered = readFileSync(out, 'utf8').split('END\n');
+  assert.equal(offered.pop(), '', 'every line ended');
+  assert.equal(offered.length, lines.length);
+  return offered.map((text) => [...new Set(text.split('\n').filter(Boolean))].sort());
+}
+
+/** What fish offers for each line, its candidates without their descriptions. */
+async function fishTab(lines: string[], runEnv: Record<string, string> = env): Promise<string[][]> {
+  const calls = lines.map((line) => `complete -C ${JSON.stringify(line)}; echo '${END_OF_LINE}'`);
+  const result = await runProcess('fish', ['-c', `source ${JSON.stringify(fishScript)}; ${calls.join('; ')}`], {
+    env: runEnv,
+    exit: 0,
+  });
+  const offered = result.stdout.split(`${END_OF_LINE}\n`);
+  assert.equal(offered.pop(), '', 'every line ended');
+  assert.equal(offered.length, lines.length, result.stdout);
+  return offered.map((text) =>
+    [
+      ...new Set(
+        text
+          .split('\n')
+          .filter(Boolean)
+          .map((candidate) => candidate.split('\t')[0] as string),
+      ),
+    ].sort(),
+  );
+}
+
+describe("completion of the broker's consumer groups, queues and partitions", () => {
+  const lines = [
+    'queenctl lease list --group cg-',
+    'queenctl lease list --queue q-',
+    'queenctl lease list --partition pt-',
+    'queenctl lease acquire q-',
+    'queenctl lease acquire --group cg-a',
+  ];
+  const expected = [
+    ['cg-alpha', 'cg-beta'],
+    ['q-invoices', 'q-orders'],
+    ['pt-eu-1', 'pt-eu-2', 'pt-us-1'],
+    ['q-invoices', 'q-orders'],
+    ['cg-alpha'],
+  ];
+  before(() => {
+    sim().mint({
+      group: 'cg-alpha',
+      queue: 'q-orders',
+      seconds: HOUR,
+      partitions: [{ partition: 'pt-eu-1' }, { partition: 'pt-eu-2' }],
+    });
+    // A group, queue and partition are known to the broker whether or not a lease holds them now.
+    sim().mint({ group: 'cg-beta', queue: 'q-invoices', seconds: -1, partitions: [{ partition: 'pt-us-1' }] });
+  });
+
+  it('bash offers them for --group, --queue, --partition and acquire <queue>', async () => {
+    const { offered, stderr } = await bash(lines);
+    assert.deepEqual(offered, expected);
+    assert.equal(stderr, '');
+  });
+
+  it('bash: --context on the line names the broker asked; an unreachable one offers nothing', async () => {
+    const { offered, stderr } = await bash([
+      'queenctl --context down lease list --group cg-',
+      'queenctl --context prod lease list --group cg-',
+    ]);
+    assert.deepEqual(offered, [[], ['cg-alpha', 'cg-beta']]);
+    assert.equal(stderr, '');
+  });
+
+  it('zsh offers the same', { skip: installed('zsh') ? false : 'zsh is not installed here' }, async () => {
+    assert.deepEqual(await zshTab(lines), expected);
+  });
+
+  it('fish offers the same', { skip: installed('fish') ? false : 'fish is not installed here' }, async () => {
+    assert.deepEqual(await fishTab(lines), expected);
+  });
+});
+
+/**
+ * `lease watch <id> -- <command>` (and `lease run <queue> -- <command>`, or any verb's `--`): the
+ * words after `--` are a command line of their own.
+ */
+describe('completion after --: the command and its own arguments', () => {
+  const prefix = CHILD.slice(0, 13);
+  it('bash offers command names, then files; through _command_offset where bash-completion is loaded', async () => {
+    // compopt works only inside a completion bash started; here it says what it was asked, on
+    // stderr (fd 3: the scripts send compopt's own stderr away).
+    const recordCompopt = 'exec 3>&2; compopt() { printf "compopt %s\\n" "$*" >&3; }';
+    const plain = await bash(
+      [
+        `queenctl lease watch x -- ${prefix}`,
+        `queenctl lease run orders -- ${prefix}`,
+        `queenctl lease watch x -- ${CHILD} `,
+        // A path is a file, not a command on PATH.
+        'queenctl lease watch x -- ./nightly',
+      ],
+      recordCompopt,
+    );
+    assert.deepEqual(plain.offered, [[CHILD], [CHILD], [], []]);
+    assert.equal(plain.stderr, 'compopt -o default\n'.repeat(2), 'files after the command, and for a path');
+    // bash-completion's _command_offset completes the rest as if it were a line of its own.
+    const delegating = await bash(
+      [`queenctl lease watch x -- ${CHILD} `, `queenctl -v lease run orders -- git st`],
+      `${recordCompopt}\n_command_offset() { COMPREPLY=("offset $1: \${COMP_WORDS[*]:$1}"); }`,
+    );
+    assert.deepEqual(delegating.offered, [[`offset 5: ${CHILD} `], ['offset 6: git st']]);
+  });
+
+  it("zsh offers command names, then that command's own completion", {
+    skip: installed('zsh') ? false : 'zsh is not installed here',
+  }, async () => {
+    // Then queenctl's own completion, delegated to: its commands starting with con.
+    const offered = await zshTab([`queenctl lease watch x -- ${prefix}`, 'queenctl lease watch x -- queenctl con']);
+    assert.deepEqual(offered, [[CHILD], ['config']]);
+  });
+
+  it("fish offers command names, then that command's own completion", {
+    skip: installed('fish') ? false : 'fish is not installed here',
+  }, async () => {
+    const offered = await fishTab([
+      `queenctl lease watch x -- ${prefix}`,
+      `queenctl lease run orders -- ${prefix}`,
+      'queenctl lease watch x -- queenctl con',
+    ]);
+    assert.deepEqual(offered, [[CHILD], [CHILD], ['config']]);
   });
 });
