@@ -71,6 +71,8 @@ const CHUNKS = {
   'jsonpath-rfc9535': [{ id: 'jsonpath-rfc9535' }],
   // --metrics-address only (src/metrics/registry.ts).
   'prom-client': [{ id: 'prom-client' }],
+  // The live views on a terminal only (src/output/live.ts).
+  live: [{ id: 'log-update' }, { id: 'string-width' }, { id: 'cli-truncate' }],
 };
 const chunkOf = new Map(Object.entries(CHUNKS).flatMap(([chunk, ids]) => ids.map(({ id }) => [id, chunk])));
 /**
@@ -82,7 +84,10 @@ const chunked = {
   setup(builder) {
     builder.onResolve({ filter: new RegExp(`^${CHUNKS_MODULE_ID}$`) }, (args) => ({ path: args.path, external: true }));
     builder.onResolve(
-      { filter: /^(undici|yaml|chalk|ora|cli-table3|jsonpath-rfc9535|prom-client)([\\/].*)?$/ },
+      {
+        filter:
+          /^(undici|yaml|chalk|ora|cli-table3|jsonpath-rfc9535|prom-client|log-update|string-width|cli-truncate)([\\/].*)?$/,
+      },
       (args) => {
         if (!chunkOf.has(args.path))
           throw new Error(`${args.importer} imports ${args.path}: list it in CHUNKS in scripts/build-exe.mjs`);

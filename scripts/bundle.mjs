@@ -36,6 +36,13 @@ const CHUNKS = [
   { name: 'jsonpath', modules: ['jsonpath-rfc9535'], prefix: /^jsonpath-rfc9535(\/|$)/ },
   // prom-client, for --metrics-address only (src/metrics/registry.ts).
   { name: 'metrics', modules: ['prom-client'], prefix: /^prom-client(\/|$)/ },
+  // log-update, string-width and cli-truncate, for the live views on a terminal only
+  // (src/output/live.ts).
+  {
+    name: 'live',
+    modules: ['log-update', 'string-width', 'cli-truncate'],
+    prefix: /^(log-update|string-width|cli-truncate)(\/|$)/,
+  },
 ];
 const chunkFile = (chunk) => `queenctl-${chunk.name}.cjs`;
 const chunked = {

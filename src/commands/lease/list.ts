@@ -117,7 +117,7 @@ Examples:
       const expiry = Boolean(options.expiry) || options.expiringWithin !== undefined;
       await globals.run(
         command,
-        async (runtime, settings) => {
+        async (runtime, settings, proc) => {
           const listOptions: ListOptions = {
             groups: options.group ?? [],
             queues: options.queue ?? [],
@@ -139,6 +139,7 @@ Examples:
               metricsAddress: options.metricsAddress,
             },
             runtime,
+            proc.env,
           );
         },
         // A listing is a few requests; --watch lists again and again, an expiry asks each lease.
@@ -289,7 +290,7 @@ function probeRefused(error: AuthError): AuthError {
  * Adds expiresAt, remainingMs and held, exactly as `inspect` gets them (the one-second probe,
  * through the same bulk engine, so thousands of leases are probed concurrently).
  */
-async function probeExpiry(
+export async function probeExpiry(
   records: ListRecord[],
   options: ListOptions,
   runtime: ListRuntime,
