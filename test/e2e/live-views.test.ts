@@ -144,3 +144,74 @@ describe('lease list --watch on a terminal: a live view', () => {
       assert.ok(screen.text().some((line) => line.length > 60));
     }));
 });
+
+describe('lease watch of more leases than the screen holds: a live summary', () => {
+  it('200 leases at 24 rows: held, lost, in outage, least time left, renewals/s; a line only for changes', () =>
+    withClockedSimulator(async (sim, clock, startInProcess) => {
+      const ids = sim.mintMany(
+        Array.from({ length: 200 }, (_, i) => ({ queue: 'orders', partitions: [{ partition: `p${i}` }], seconds: 30 })),
+      );
+      const columns = 80;
+      const run = startInProcess(['lease', 'watch', ...ids, '--server', sim.url, '--seconds', '30'], {
+        stdoutIsTTY: true,
+        stderrIsTTY: true,
+        columns,
+        rows: 24,
+        clock,
+      });
+      const summary = (check: RegExp, what: string): Promise<string[]> =>
+        run.until(() => {
+          const lines = screenOf(run.stderr(), columns).text();
+          return lines.some((line) => check.test(line)) ? lines : undefined;
+        }, what);
+      await summary(/^200 leases: 200 held, 0 lost, 0 in outage · least time left 30s · - renewals\/s$/, 'all renewed');
+
+      // Two leases end under the watch; the others are renewed on time, 10 s on.
+      const [gone1, gone2] = ids as [string, string];
+      sim.expire(gone1);
+      sim.release(gone2);
+      clock.advance(10_000);
+      const lines = await summary(
+        /^200 leases: 198 held, 2 lost, 0 in outage · least time left 30s/,
+        'the losses counted, the others renewed',
+      );
+      const frame = lines.find((line) => line.startsWith('200 leases')) as string;
+      // 198 renewals in 10 s of the watch's clock: 19.8 a second, shown whole from 10 up.
+      assert.match(frame, /least time left 30s · 20 renewals\/s$/);
+      const perLease = lines.filter((line) => /^queenctl: \S+ lease /.test(line));
+      assert.deepEqual(
+        perLease.map((line) => line.split(' ')[3]).sort(),
+        [gone1, gone2].sort(),
+        'a line for each change of state, none for a renewal on time',
+      );
+      assert.ok(lines.length < 24, 'the screen was never scrolled by renewals');
+
+      run.kill('SIGINT');
+      const result = await run.exited;
+      assert.equal(result.code, 130);
+      const screen = screenOf(result.stderr, columns);
+      assert.deepEqual(screen.overflows, [], 'no line of the summary wider than the terminal');
+      assert.deepEqual(screen.unknown, []);
+      assert.equal(screen.cursorShown, true);
+      const end = screen.text();
+      assert.equal(end.filter((line) => /interrupted/.test(line)).length, 1, 'one line for all the leases stopped');
+      assert.match(end.at(-3) as string, /^queenctl: 198 leases: interrupted; no longer renewed$/);
+      assert.match(end.at(-2) as string, /^200 leases: 198 held, 2 lost/, 'the last summary stays, as it was');
+      assert.equal(result.stdout, '');
+    }));
+
+  it('as many leases as the screen holds keep the line per event', () =>
+    withClockedSimulator(async (sim, clock, startInProcess) => {
+      const ids = sim.mintMany(
+        Array.from({ length: 5 }, (_, i) => ({ queue: 'orders', partitions: [{ partition: `p${i}` }], seconds: 30 })),
+      );
+      const run = startInProcess(['lease', 'watch', ...ids, '--server', sim.url, '--seconds', '30'], {
+        stdoutIsTTY: true,
+        stderrIsTTY: true,
+        rows: 24,
+        clock,
+      });
+      await run.waitForStderr(new RegExp(`${ids[4]} renewed`));
+      assert.doesNotMatch(run.stderr(), /renewals\/s/);
+    }));
+});
