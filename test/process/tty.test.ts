@@ -64,3 +64,55 @@ describe('lease watch on a terminal', () => {
     }
   });
 });
+
+describe('the live views on a terminal, through the bundle (log-update, string-width, cli-truncate)', () => {
+  // Their file of the bundle hands over ES modules' namespaces, as ora's does: only a process
+  // through the bundle shows that the view draws at all (src/output/live.ts).
+  it('lease list --watch: a frame of the leases, cut to 60 columns; SIGINT leaves it, exit 130', {
+    skip: hasScript ? false : 'needs script(1) for a pty',
+  }, async () => {
+    const sim = await startSimulator();
+    try {
+      const leaseId = sim.mint({ queue: 'orders', seconds: 60 });
+      const list = `${cliCommandLine()} lease list --watch --interval 200ms --server ${sim.url}`;
+      const command = `stty cols 60 rows 20; exec timeout --preserve-status -s INT 2 ${list}`;
+      const { code, stdout, stderr } = await runProcess('script', ['-qec', command, '/dev/null'], {
+        exit: 130,
+        env: { TERM: 'xterm' },
+      });
+      const output = stdout + stderr;
+      assert.equal(code, 130, output);
+      assert.match(output, /LEASE ID +LEFT +OF LEASE/);
+      assert.match(output, new RegExp(`${leaseId} +(59|1m00)s +\\S*█`));
+      assert.match(output, /\u001b\[\?25h/, 'the cursor shown again');
+      assert.doesNotMatch(output, /internal error/);
+      assertNoStackTrace(output);
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it('lease watch of more leases than rows: the summary, then --for ends it with exit 0', {
+    skip: hasScript ? false : 'needs script(1) for a pty',
+  }, async () => {
+    const sim = await startSimulator();
+    try {
+      const ids = Array.from({ length: 30 }, () => sim.mint({ seconds: 60 }));
+      const watch = `${cliCommandLine()} lease watch ${ids.join(' ')} --for 2s --server ${sim.url}`;
+      const command = `stty cols 80 rows 20; exec ${watch}`;
+      const { code, stdout, stderr } = await runProcess('script', ['-qec', command, '/dev/null'], {
+        exit: 0,
+        env: { TERM: 'xterm' },
+      });
+      const output = stdout + stderr;
+      assert.equal(code, 0, output);
+      assert.match(output, /30 leases: 30 held, 0 lost, 0 in outage · least time left/);
+      assert.match(output, /queenctl: 30 leases: --for has elapsed; no longer renewed/);
+      assert.doesNotMatch(output, / renewed \(1 partition\)/, 'no line per renewal');
+      assert.doesNotMatch(output, /internal error/);
+      assertNoStackTrace(output);
+    } finally {
+      await sim.close();
+    }
+  });
+});
