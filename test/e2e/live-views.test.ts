@@ -215,3 +215,31 @@ describe('lease watch of more leases than the screen holds: a live summary', () 
       assert.doesNotMatch(run.stderr(), /renewals\/s/);
     }));
 });
+
+describe('the live views and outside text', () => {
+  it('a group and queue holding terminal controls are drawn escaped in the frame', () =>
+    withClockedSimulator(async (sim, clock, startInProcess) => {
+      sim.mint({
+        queue: 'q\u001b[2J\u001b]0;owned\u0007',
+        group: 'g\r\u001b[1A\u202e',
+        partitions: [{ partition: 'p1' }],
+        seconds: 60,
+      });
+      const run = startInProcess(['lease', 'list', '--watch', '--server', sim.url], {
+        stdoutIsTTY: true,
+        columns: 120,
+        clock,
+      });
+      await run.waitForStdout(/held/);
+      await run.waitForStdout(/\\x1b\[2J/);
+      run.kill('SIGINT');
+      const { stdout } = await run.exited;
+      assert.doesNotMatch(
+        stdout,
+        /\u001b\[2J|\u001b\]0;|\u0007|\r|\u202e/,
+        'no control of the broker reaches the terminal',
+      );
+      const screen = screenOf(stdout, 120);
+      assert.deepEqual(screen.unknown, []);
+    }));
+});
