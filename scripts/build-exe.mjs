@@ -73,7 +73,14 @@ const CHUNKS = {
   'jsonpath-rfc9535': [{ id: 'jsonpath-rfc9535' }],
   // --metrics-address only (src/metrics/registry.ts).
   'prom-client': [{ id: 'prom-client' }],
+  // The live views on a terminal only (src/output/live.ts).
+  // (string-width comes from terminal-text, as for every terminal run.)
+  live: [{ id: 'log-update' }, { id: 'cli-truncate' }],
 };
+/** An import of any of these packages, or of a file of one: each must be listed in CHUNKS. */
+const CHUNKED_NAMES =
+  'undici|yaml|chalk|ora|cli-table3|jsonpath-rfc9535|prom-client|log-update|string-width|wrap-ansi|cli-truncate';
+const CHUNKED_PACKAGES = new RegExp(`^(${CHUNKED_NAMES})([\\\\/].*)?$`);
 const chunkOf = new Map(Object.entries(CHUNKS).flatMap(([chunk, ids]) => ids.map(({ id }) => [id, chunk])));
 /**
  * In the CLI's chunk, an import of a chunked dependency is a call that loads its chunk, through
@@ -83,14 +90,11 @@ const chunked = {
   name: 'standalone-chunks',
   setup(builder) {
     builder.onResolve({ filter: new RegExp(`^${CHUNKS_MODULE_ID}$`) }, (args) => ({ path: args.path, external: true }));
-    builder.onResolve(
-      { filter: /^(undici|yaml|chalk|ora|cli-table3|jsonpath-rfc9535|prom-client|string-width|wrap-ansi)([\\/].*)?$/ },
-      (args) => {
-        if (!chunkOf.has(args.path))
-          throw new Error(`${args.importer} imports ${args.path}: list it in CHUNKS in scripts/build-exe.mjs`);
-        return { path: args.path, namespace: 'standalone-chunk' };
-      },
-    );
+    builder.onResolve({ filter: CHUNKED_PACKAGES }, (args) => {
+      if (!chunkOf.has(args.path))
+        throw new Error(`${args.importer} imports ${args.path}: list it in CHUNKS in scripts/build-exe.mjs`);
+      return { path: args.path, namespace: 'standalone-chunk' };
+    });
     builder.onLoad({ filter: /.*/, namespace: 'standalone-chunk' }, (args) => ({
       contents: `module.exports = require(${JSON.stringify(CHUNKS_MODULE_ID)}).loadChunk(${JSON.stringify(
         chunkOf.get(args.path),

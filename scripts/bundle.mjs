@@ -41,6 +41,13 @@ const CHUNKS = [
   { name: 'jsonpath', modules: ['jsonpath-rfc9535'], prefix: /^jsonpath-rfc9535(\/|$)/ },
   // prom-client, for --metrics-address only (src/metrics/registry.ts).
   { name: 'metrics', modules: ['prom-client'], prefix: /^prom-client(\/|$)/ },
+  // log-update and cli-truncate, for the live views on a terminal only (src/output/live.ts);
+  // string-width, which they use too, comes from the terminal chunk.
+  {
+    name: 'live',
+    modules: ['log-update', 'cli-truncate'],
+    prefix: /^(log-update|cli-truncate)(\/|$)/,
+  },
 ];
 const chunkFile = (chunk) => `queenctl-${chunk.name}.cjs`;
 const chunked = {

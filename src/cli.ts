@@ -29,6 +29,8 @@ import { VERSION } from './version.js';
 /** An output stream as the process has it: a terminal knows its width, a pipe may close. */
 export interface CliStream extends OutputStream {
   columns?: number;
+  /** A terminal's height, for the live views (output/live.ts). */
+  rows?: number;
   hasColors?(): boolean;
   on?(event: 'error', listener: (error: NodeJS.ErrnoException) => void): unknown;
 }

@@ -6,7 +6,9 @@
  * - `yaml`: `-o yaml`, the same events as YAML documents, `---` between them; stderr as above.
  * - `spinner`: a terminal and no command to share it with: one ora line on stderr with the
  *   lease, renewals so far, time to expiry, time to the next renewal and the last error;
- *   retries, losses and notes are printed above it.
+ *   retries, losses and notes are printed above it. More leases than the screen holds get a
+ *   live summary instead (held, lost, in outage, least time left, renewals per second), and a
+ *   line above it only for a lease's change of state (docs/cli-contract.md#live-views).
  * - `log`: otherwise (not a terminal, or a command writing to the same terminal, where a
  *   spinner would garble its output): one plain line per event on stderr.
  * - `quiet` (-q): errors only.
@@ -30,6 +32,7 @@ import type { WatchFailure, WatchStatus } from '../renewal/scheduler.js';
 import { formatCountdown, formatDuration } from './duration.js';
 import { isJsonPath, type OutputFormat } from './format.js';
 import type { JsonPathTemplate } from './jsonpath.js';
+import { canRedraw, openLiveScreen, terminalSize } from './live.js';
 import { escapeText } from './sanitise.js';
 import { LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
 import { yamlStringify } from './yaml.js';
@@ -71,6 +74,8 @@ export interface WatchRendererOptions {
   status: () => WatchStatus;
   /** With a command: whether it was started (a lease lost before it started stops it never ran). */
   commandStarted?: () => boolean;
+  /** The environment (TERM, COLUMNS, LINES): with it, a terminal too small for the leases gets a summary. */
+  env?: NodeJS.ProcessEnv | undefined;
 }
 
 /**
@@ -361,8 +366,58 @@ async function yamlDocuments(): Promise<(event: WatchEvent) => string> {
   };
 }
 
+/** Lines of the screen kept for the summary and the lines above it: more leases than the rest get a summary. */
+export const SUMMARY_MARGIN = 4;
+
+/** Renewals per second over the last WINDOW_MS, measured on the watch's clock. */
+export class RenewalRate {
+  static readonly WINDOW_MS = 10_000;
+  private samples: Array<{ at: number; renewals: number }> = [];
+
+  /** The count of renewals at `at`; then the rate, null until two instants were seen. */
+  sample(at: number, renewals: number): number | null {
+    const last = this.samples.at(-1);
+    if (last && last.at === at) last.renewals = renewals;
+    else this.samples.push({ at, renewals });
+    while ((this.samples[0] as { at: number }).at < at - RenewalRate.WINDOW_MS) this.samples.shift();
+    const first = this.samples[0] as { at: number; renewals: number };
+    return at > first.at ? ((renewals - first.renewals) * 1000) / (at - first.at) : null;
+  }
+}
+
+/** The summary of a watch of many leases: what a screen too small for a line each shows. */
+export function summaryLines(status: WatchStatus, now: number, leaseCount: number, rate: number | null): string[] {
+  const inOutage = status.outage ? status.outage.leases : 0;
+  const least = status.earliestDeadline === null ? 'none renewed yet' : formatDuration(status.earliestDeadline - now);
+  const perSecond = rate === null ? '-' : rate < 10 ? rate.toFixed(1) : String(Math.round(rate));
+  const first =
+    `${leaseCount} leases: ${status.held} held, ${status.lost} lost, ${inOutage} in outage · ` +
+    `least time left ${least} · ${perSecond} renewals/s`;
+  const parts: string[] = [];
+  if (status.outage) {
+    const probe =
+      status.outage.nextProbeAt === null ? '' : `, next probe in ${formatCountdown(status.outage.nextProbeAt - now)}`;
+    parts.push(`BROKER DOWN for ${formatDuration(now - status.outage.since)}${probe}`);
+  } else if (status.nextRenewalAt !== null)
+    parts.push(`next renewal in ${formatCountdown(status.nextRenewalAt - now)}`);
+  if (status.lastError) {
+    const ago = status.lastErrorAt === null ? '' : ` ${formatDuration(now - status.lastErrorAt)} ago`;
+    parts.push(`last error${ago}: ${status.lastError}`);
+  }
+  parts.push('Ctrl+C stops');
+  return [first, parts.join(' · ')];
+}
+
 export async function watchRenderer(options: WatchRendererOptions): Promise<WatchRenderer> {
-  const { stdout, stderr } = options;
+  const { stdout, stderr, env } = options;
+  if (
+    options.mode === 'spinner' &&
+    env !== undefined &&
+    canRedraw(stderr, env) &&
+    options.leaseCount > terminalSize(stderr, env).rows - SUMMARY_MARGIN
+  ) {
+    return summaryRenderer(options, env);
+  }
   const mode = options.mode === 'spinner' && !canSpin(stderr) ? 'log' : options.mode;
   const words = (event: WatchEvent): string => eventWords(event, options.commandStarted?.() ?? true);
   let explainedLoss = false;
@@ -457,6 +512,91 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     close() {
       clearInterval(timer);
       spinner.stop();
+    },
+  };
+}
+
+/**
+ * More leases than the screen holds: the summary redrawn in place on stderr, and above it a line
+ * only when a lease changes state (its first failed renewal, its renewal after failures, its
+ * loss, a watch it could not start) or the broker does (an outage, its end). Renewals on time
+ * print nothing; the leases stopped together at the end (a signal, --for) are said in one line.
+ */
+async function summaryRenderer(options: WatchRendererOptions, env: NodeJS.ProcessEnv): Promise<WatchRenderer> {
+  const { stderr, clock } = options;
+  const screen = await openLiveScreen(stderr, env);
+  const { loadStyle } = await import('./style.js');
+  const style = await loadStyle(options.color);
+  const words = (event: WatchEvent): string => eventWords(event, options.commandStarted?.() ?? true);
+  const rate = new RenewalRate();
+  /** Once the leases stop together, the frame of before stays: what the operator saw last. */
+  let frozen = false;
+  const draw = (): void => {
+    if (frozen) return;
+    const now = clock.now();
+    const status = options.status();
+    const lines = summaryLines(status, now, options.leaseCount, rate.sample(now, status.renewals));
+    screen.draw(lines.map((text) => escapeText(text)));
+  };
+  // Events come by the hundred in one turn: one frame for them all.
+  let pending = false;
+  const soon = (): void => {
+    if (pending) return;
+    pending = true;
+    setImmediate(() => {
+      pending = false;
+      draw();
+    }).unref();
+  };
+  let explainedLoss = false;
+  const above = (text: string): void => screen.above(text);
+  /** Leases whose last renewal failed: their next success is a change of state too. */
+  const failing = new Set<string>();
+  const stoppedTogether = new Map<string, number>();
+  draw();
+  const timer = setInterval(draw, SPINNER_REFRESH_MS);
+  timer.unref();
+  return {
+    event(event) {
+      soon();
+      if (event.event === 'renewed') {
+        if (!failing.delete(event.leaseId)) return;
+        return above(line(`${timeOf(event.at)} ${words(event)}`, style.ok));
+      }
+      if (event.event === 'retry') {
+        if (failing.has(event.leaseId)) return;
+        failing.add(event.leaseId);
+        return above(line(`${timeOf(event.at)} ${words(event)}`, style.warn));
+      }
+      if (event.event === 'stopped' && event.reason !== 'error' && event.neverRenewed !== true) {
+        frozen = true;
+        stoppedTogether.set(event.reason, (stoppedTogether.get(event.reason) ?? 0) + 1);
+        return;
+      }
+      const bad = event.event === 'lost' || event.event === 'outage' || event.event === 'stopped';
+      above(line(`${timeOf(event.at)} ${words(event)}`, bad ? style.bad : (plain: string) => plain));
+      if (event.event === 'lost' && !explainedLoss) {
+        explainedLoss = true;
+        above(lostMeaning());
+      }
+    },
+    warn: (text) => above(line(`warning: ${text}`, style.warn)),
+    note: (text) => above(line(text)),
+    error: (text) => above(text),
+    close() {
+      clearInterval(timer);
+      for (const [reason, count] of stoppedTogether) {
+        const why =
+          reason === 'signal'
+            ? 'interrupted'
+            : reason === 'for'
+              ? '--for has elapsed'
+              : reason === 'child-exit'
+                ? 'the command has ended'
+                : 'another lease of this watch is gone';
+        above(line(`${leasesWord(count)}: ${why}; no longer renewed`));
+      }
+      screen.close();
     },
   };
 }

@@ -11,6 +11,8 @@
  * - A run whose config file is unchanged since it was last read does not load the YAML parser.
  * - prom-client (queenctl-metrics.cjs) is loaded by a watch with --metrics-address, and by no other run.
  * - The JSONPath parser (queenctl-jsonpath.cjs) is loaded by -o jsonpath, and by no other run.
+ * - The live views' libraries (queenctl-live.cjs) are loaded only when a live view is drawn: never
+ *   off a terminal (test/process/tty.test.ts draws them).
  */
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -46,6 +48,7 @@ interface Loads {
   yaml: boolean;
   metrics: boolean;
   jsonpath: boolean;
+  live: boolean;
   stdout: string;
   stderr: string;
 }
@@ -72,6 +75,7 @@ async function loads(
     yaml: /queenctl-yaml\.cjs/.test(result.stderr),
     metrics: /queenctl-metrics\.cjs/.test(result.stderr),
     jsonpath: /queenctl-jsonpath\.cjs/.test(result.stderr),
+    live: /queenctl-live\.cjs/.test(result.stderr),
     stdout: result.stdout,
     stderr: result.stderr,
   };
@@ -157,6 +161,8 @@ describe('what a run loads', { skip: needsNode('a preload and the bin’s own re
     const watched = await loads(watch);
     assert.equal(watched.undici, true);
     assert.equal(watched.metrics, false, 'no prom-client without --metrics-address');
+    assert.equal(watched.live, false, 'no live view off a terminal');
+    assert.equal(bulk.live, false);
   });
 
   it('lease watch --metrics-address: prom-client, from a file of its own', async () => {

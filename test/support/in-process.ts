@@ -36,6 +36,8 @@ export interface InProcessOptions {
   stderrIsTTY?: boolean;
   /** The width of a terminal stdout/stderr (default 80). */
   columns?: number;
+  /** The height of a terminal stdout/stderr (default: none said, as a stream that does not know). */
+  rows?: number;
   /** The clock of every verb (default: each verb's own, real time). */
   clock?: Clock;
   /** Give up on the run after this long (default 60 s): the result says `killed`. */
@@ -85,6 +87,7 @@ class Output implements CliStream {
     readonly isTTY: boolean,
     readonly columns: number | undefined,
     private readonly onWrite: () => void,
+    readonly rows: number | undefined = undefined,
   ) {}
   write(chunk: string | Uint8Array): boolean {
     if (this.closed) return true;
@@ -141,8 +144,18 @@ export function startInProcess(
     for (const waiter of [...waiters]) waiter();
   };
   const columns = options.columns ?? TERMINAL_COLUMNS;
-  const stdout = new Output(Boolean(options.stdoutIsTTY), options.stdoutIsTTY ? columns : undefined, poke);
-  const stderr = new Output(Boolean(options.stderrIsTTY), options.stderrIsTTY ? columns : undefined, poke);
+  const stdout = new Output(
+    Boolean(options.stdoutIsTTY),
+    options.stdoutIsTTY ? columns : undefined,
+    poke,
+    options.stdoutIsTTY ? options.rows : undefined,
+  );
+  const stderr = new Output(
+    Boolean(options.stderrIsTTY),
+    options.stderrIsTTY ? columns : undefined,
+    poke,
+    options.stderrIsTTY ? options.rows : undefined,
+  );
   const stdin = new Input(Boolean(options.stdinIsTTY));
   if (options.stdin !== null) stdin.end(options.stdin ?? '');
   const listeners = new Map<NodeJS.Signals, Array<(signal: NodeJS.Signals) => void>>();

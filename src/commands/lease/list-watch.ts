@@ -4,6 +4,10 @@
  * current holder as `added`, then `added`, `changed` (its partitions, group or liveness differ)
  * and `removed`. A broker fault is one line when it starts and one when it ends, never a line a
  * poll; a refused token ends the watch (exit 3); a signal ends it with its own status.
+ *
+ * On a terminal, as a table, it is a live view instead (docs/cli-contract.md#live-views): the
+ * leases redrawn in place at each poll, least time left first (output/list-live.ts); each poll
+ * then probes the time left of each lease as `inspect` does.
  */
 import { AuthError, BrokerError, type ExitCode, signalExitCode } from '../../exit.js';
 import { write, type OutputStream } from '../../io.js';
@@ -17,7 +21,9 @@ import { heldLeases } from '../../broker/consumer-groups.js';
 import type { MetricsAddress } from '../../metrics/address.js';
 import type { ListMetrics } from '../../metrics/list.js';
 import { metricsServedNote } from '../../output/watch.js';
-import { readHolders, tableRow, type ListOptions, type ListRecord, type ListRuntime } from './list.js';
+import { canRedraw, openLiveScreen, type LiveScreen } from '../../output/live.js';
+import { ListLiveState, listFrame } from '../../output/list-live.js';
+import { probeExpiry, readHolders, tableRow, type ListOptions, type ListRecord, type ListRuntime } from './list.js';
 import { yamlStringify } from '../../output/yaml.js';
 
 export type ListEventKind = 'added' | 'changed' | 'removed';
@@ -150,7 +156,85 @@ function growingTable(stdout: OutputStream, options: ListOptions, wide: boolean,
 
 const timeOf = (ms: number): string => new Date(ms).toISOString().slice(11, 19);
 
-export async function runListWatch(options: ListWatchOptions, runtime: ListRuntime): Promise<ExitCode> {
+/**
+ * The live view's work at each poll: the time left of each live lease, probed as inspect does (a
+ * one-second renewal, which needs the read-write role), and the frame drawn.
+ */
+class LiveList {
+  private readonly state = new ListLiveState();
+  /** Why time left is not shown, once the probe was refused; null while it is probed. */
+  private probeRefused: string | null = null;
+  private listing: ListRecord[] = [];
+  constructor(
+    private readonly screen: LiveScreen,
+    private readonly style: Style,
+    private readonly options: ListWatchOptions,
+    private readonly runtime: ListRuntime,
+  ) {}
+
+  /** Probes the live records' time left in place; false when a signal cut it short. */
+  async probe(records: ListRecord[], once: ListOptions): Promise<boolean> {
+    const live = records.filter((record) => record.live);
+    if (this.probeRefused !== null || live.length === 0) return true;
+    try {
+      return (await probeExpiry(live, once, this.runtime)) !== 'interrupted';
+    } catch (error) {
+      if (!(error instanceof AuthError)) throw error;
+      // The listing needs the read-only role, the probe the read-write one: the view goes on
+      // without time left, and says why.
+      this.probeRefused = `time left unknown: ${error.message}`;
+      for (const record of live) {
+        delete record.remainingMs;
+        delete record.expiresAt;
+        delete record.held;
+        delete record.error;
+      }
+      return true;
+    }
+  }
+
+  /** A poll's listing and its changes. */
+  listed(records: ListRecord[], events: readonly ListEvent[], outage: string | null): void {
+    const changes = events.map((event) => ({ event: event.event, record: event }));
+    this.listing = records;
+    this.draw(this.state.update(records, changes, this.runtime.clock.now()), outage);
+  }
+
+  /** A poll that could not list: the last listing stays, under a line that says why. */
+  failed(outage: string): void {
+    this.draw(this.state.update(this.listing, [], this.runtime.clock.now()), outage);
+  }
+
+  private draw(rows: ReturnType<ListLiveState['update']>, outage: string | null): void {
+    const { columns, rows: height } = this.screen.size();
+    const status =
+      outage ?? this.probeRefused ?? (rows.length === 0 ? 'no held leases yet; they show here as they come' : null);
+    const frame = listFrame(
+      {
+        rows,
+        columns,
+        rows_: height,
+        intervalMs: this.options.intervalMs,
+        now: this.runtime.clock.now(),
+        status,
+        noHeaders: this.options.noHeaders,
+      },
+      this.screen.fit,
+      this.style,
+    );
+    this.screen.draw(frame);
+  }
+
+  close(): void {
+    this.screen.close();
+  }
+}
+
+export async function runListWatch(
+  options: ListWatchOptions,
+  runtime: ListRuntime,
+  env: NodeJS.ProcessEnv = {},
+): Promise<ExitCode> {
   // Listening before anything is sent: a bad or busy address ends the run as a usage error.
   let metrics: ListMetrics | null = null;
   if (options.metricsAddress) {
@@ -159,15 +243,38 @@ export async function runListWatch(options: ListWatchOptions, runtime: ListRunti
     await write(runtime.io.stderr, metricsServedNote(metrics.address, false));
   }
   try {
-    return await pollListings(options, runtime, metrics);
+    return await pollListings(options, runtime, metrics, env);
   } finally {
     await metrics?.close();
   }
 }
 
-async function pollListings(options: ListWatchOptions, runtime: ListRuntime, metrics: ListMetrics | null) {
+async function pollListings(
+  options: ListWatchOptions,
+  runtime: ListRuntime,
+  metrics: ListMetrics | null,
+  env: NodeJS.ProcessEnv,
+) {
+  const { io } = runtime;
+  const table = options.format === 'table' || options.format === 'wide';
+  if (!table || !canRedraw(io.stdout, env)) return poll(options, runtime, metrics, null);
+  const live = new LiveList(await openLiveScreen(io.stdout, env), await loadStyle(io.color), options, runtime);
+  try {
+    return await poll(options, runtime, metrics, live);
+  } finally {
+    // The last frame stays on the screen, the cursor below it, whatever ended the watch.
+    live.close();
+  }
+}
+
+async function poll(
+  options: ListWatchOptions,
+  runtime: ListRuntime,
+  metrics: ListMetrics | null,
+  live: LiveList | null,
+) {
   const { io, clock, signal } = runtime;
-  const printer = options.format === null ? null : await eventPrinter(options.format, io, options, io.color);
+  const printer = options.format === null || live ? null : await eventPrinter(options.format, io, options, io.color);
   // Each poll asks once: the next poll is the retry.
   const once: ListOptions = { ...options, retry: { ...options.retry, retries: 0 } };
   const note = (text: string): Promise<void> =>
@@ -184,14 +291,27 @@ async function pollListings(options: ListWatchOptions, runtime: ListRuntime, met
       // A refused token will not be accepted on the next poll.
       if (error instanceof AuthError || !(error instanceof BrokerError)) throw error;
       metrics?.pollFailed();
-      if (downSince === null) {
+      if (live) {
+        downSince ??= clock.now();
+        live.failed(
+          `the broker cannot be listed for ${formatDuration(clock.now() - downSince)}: ${error.message}; ` +
+            `trying again every ${formatDuration(options.intervalMs)}`,
+        );
+      } else if (downSince === null) {
         downSince = clock.now();
         await note(
           `the broker cannot be listed: ${error.message}; trying again every ${formatDuration(options.intervalMs)}`,
         );
       }
     }
-    if (records) {
+    if (records && live) {
+      downSince = null;
+      if (!(await live.probe(records, once))) break;
+      const events = listChanges(known, records);
+      known = new Map(records.map((record) => [keyOf(record), record]));
+      metrics?.listed(records, events.length);
+      live.listed(records, events, null);
+    } else if (records) {
       if (downSince !== null) {
         await note(`the broker answers again after ${formatDuration(clock.now() - downSince)}`);
         downSince = null;

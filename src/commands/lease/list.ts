@@ -92,7 +92,10 @@ deadline. That needs the read-write role; a read-only token exits 3.
 --watch lists again every --interval and prints only what changed, as kubectl get -w does: first
 every current holder as added, then added, changed (its partitions or liveness differ) and
 removed; -o json/ndjson one event a line, the record plus "event"; -o name the ids as they are
-added. A broker that cannot be reached is one line on stderr, and one when it is back. It stops
+added. On a terminal, as a table, it is a live view instead: redrawn in place at each poll, least
+time left first (each lease probed as --expiry does, which needs the read-write role), its time
+left as a bar, leases lost or released marked until the next change; a pipe gets the lines.
+A broker that cannot be reached is one line on stderr, and one when it is back. It stops
 on SIGINT or SIGTERM (exit 130, 143); a refused token stops it with exit 3. --metrics-address
 <[host]:port> serves Prometheus metrics meanwhile: held leases by group and queue, changes
 seen, polls failing (docs/metrics.md).
@@ -118,7 +121,7 @@ Examples:
       const expiry = Boolean(options.expiry) || options.expiringWithin !== undefined;
       await globals.run(
         command,
-        async (runtime, settings) => {
+        async (runtime, settings, proc) => {
           const listOptions: ListOptions = {
             groups: options.group ?? [],
             queues: options.queue ?? [],
@@ -140,6 +143,7 @@ Examples:
               metricsAddress: options.metricsAddress,
             },
             runtime,
+            proc.env,
           );
         },
         // A listing is a few requests; --watch lists again and again, an expiry asks each lease.
@@ -281,7 +285,7 @@ function probeRefused(error: AuthError): AuthError {
  * Adds expiresAt, remainingMs and held, exactly as `inspect` gets them (the one-second probe,
  * through the same bulk engine, so thousands of leases are probed concurrently).
  */
-async function probeExpiry(
+export async function probeExpiry(
   records: ListRecord[],
   options: ListOptions,
   runtime: ListRuntime,

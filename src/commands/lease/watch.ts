@@ -304,6 +304,7 @@ class Watch {
   private readonly finished = new Promise<number>((resolve) => (this.settle = resolve));
   private crashed: { error: unknown } | null = null;
   private readonly forTimer = new AbortController();
+  private readonly env: NodeJS.ProcessEnv;
 
   constructor(
     private readonly leaseIds: string[],
@@ -313,6 +314,7 @@ class Watch {
     private readonly metrics: WatchMetrics | null = null,
   ) {
     this.everyMs = options.everyMs ?? defaultEveryMs(options.seconds);
+    this.env = ports.env;
     this.scheduler = new RenewalScheduler(
       leaseIds,
       {
@@ -367,6 +369,7 @@ class Watch {
       firstLeaseId: this.leaseIds[0] as string,
       status: () => this.scheduler.status(),
       commandStarted: () => this.supervisor?.started ?? false,
+      env: this.env,
     });
     if (options.tokenOnCommandLine) this.renderer.warn(tokenOnCommandLineHint());
     const marginMs = safetyMarginMs(options.seconds);
