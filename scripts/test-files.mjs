@@ -42,6 +42,8 @@ const GROUPS = [
       (name) => `process/${name}.test.js`,
     ),
   },
+  // The terminal snapshots: ~40 screens of queenctl in tmux, four at a time (about 10 s).
+  { name: 'process-snapshots', waits: true, files: ['process/snapshots.test.js'] },
   {
     name: 'e2e-wall-clock',
     waits: true,

@@ -11,17 +11,22 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { runInProcess } from '../support/in-process.js';
-import { hasTmux, maskedRows, masks, runOnScreen, type ScreenOptions, widestLine } from '../support/pty.js';
-import { matchSnapshot } from '../support/snapshot.js';
+import { hasTmux, maskedRows, masks, runOnScreen, type ScreenRun, widestLine } from '../support/pty.js';
+import { matchSnapshot, SNAPSHOTS } from '../support/snapshot.js';
 
 /** The broker clock of every case: 2026-01-15 09:30:00 UTC, a whole second. */
 const BROKER_NOW = Date.UTC(2026, 0, 15, 9, 30, 0);
 const WIDTHS = [60, 80, 200] as const;
 /** Two hours: a time left rounds to whole minutes (docs/cli-contract.md#durations-for-people). */
 const HOURS = 7200;
+/**
+ * A watch's: leases of ten hours renewed every three, so both its times (the expiry, the next
+ * renewal) stay in whole minutes while the case runs, and each lease is renewed once.
+ */
+const WATCH = ['--seconds', '36000', '--every', '3h'];
 
 /** The fixed lease ids of the cases (UUIDv7-shaped, as the broker's are). */
 const ID = {
@@ -66,7 +71,8 @@ interface Case {
   scene?: (sim: Simulator) => void;
   /** Files for the directory queenctl runs in, made after the scene. */
   files?: (sim: Simulator) => Promise<Record<string, string>>;
-  interrupt?: ScreenOptions['interrupt'];
+  /** When to type ^C: a live view runs until stopped. */
+  interrupt?: (sim: Simulator) => (screen: string) => boolean;
 }
 
 const CASES: Case[] = [
@@ -103,38 +109,49 @@ const CASES: Case[] = [
   { name: 'error-unknown-option', args: ['lease', 'extend', '--bogus', ID.held], exit: 1 },
   { name: 'help-lease', args: ['lease', '--help'], exit: 0 },
   { name: 'help-lease-extend', args: ['lease', 'extend', '--help'], exit: 0 },
-  // The live views: the first frames of list --watch, stopped by ^C as a person would, and a
-  // watch of three leases for a second (--every an hour: one renewal each, whatever the speed).
+  // The live views, stopped by ^C as a person would: list --watch once its first frame shows
+  // every lease, a watch once the broker has renewed each of its leases and the screen counts the
+  // renewals (a change of those words must change these conditions too). The snapshot holds the
+  // screen just before ^C and the one after the end.
   {
     name: 'lease-list-watch',
     args: ['lease', 'list', '--watch'],
     exit: 130,
     scene: leases,
-    interrupt: { when: new RegExp(ID.invoices), keys: 'C-c' },
+    interrupt: () => (screen) => [ID.held, ID.billing, ID.invoices].every((id) => screen.includes(id)),
   },
   {
     name: 'lease-watch',
-    args: [
-      'lease',
-      'watch',
-      ID.held,
-      ID.billing,
-      ID.invoices,
-      '--seconds',
-      String(HOURS),
-      '--every',
-      '1h',
-      '--for',
-      '1s',
-    ],
-    exit: 0,
+    args: ['lease', 'watch', ID.held, ID.billing, ID.invoices, ...WATCH],
+    exit: 130,
     scene: leases,
+    interrupt: (sim) => (screen) =>
+      renewedAll(sim, [ID.held, ID.billing, ID.invoices]) && /\b3 renewals\b/.test(screen),
+  },
+  {
+    name: 'lease-watch-one',
+    args: ['lease', 'watch', ID.held, ...WATCH],
+    exit: 130,
+    scene: leases,
+    interrupt: (sim) => (screen) => renewedAll(sim, [ID.held]) && /\b1 renewal\b/.test(screen),
   },
 ];
 
-/** What a screen's snapshot file holds: the command, its exit code, then the screen's rows. */
-function snapshotText(args: string[], cols: number, code: number, rows: string[]): string {
-  return `$ queenctl ${args.join(' ')}\n# ${cols} columns, exit ${code}\n${rows.join('\n')}\n`;
+/** Whether the simulator has answered a renewal of each of `ids` (a 200 of its extend route). */
+function renewedAll(sim: Simulator, ids: readonly string[]): boolean {
+  return ids.every((id) => sim.log.some((entry) => entry.leaseId === id && entry.status === 200));
+}
+
+/**
+ * What a screen's snapshot file holds: the command, its exit code, then the screen's rows; for a
+ * live view, first the screen it showed before ^C.
+ */
+function snapshotText(args: string[], run: ScreenRun, cols: number): string {
+  const rules = masks(FIXED_IDS);
+  const head = `$ queenctl ${args.join(' ')}\n# ${cols} columns, exit ${run.code}\n`;
+  const end = `${maskedRows(run, rules).join('\n')}\n`;
+  if (!run.live) return head + end;
+  return `${head}# the screen before ^C:\n${maskedRows(run.live, rules).join('\n')}\n# the screen at the end:\n${end}`;
 }
 
 describe('terminal snapshots', {
@@ -158,16 +175,21 @@ describe('terminal snapshots', {
             exit,
             env: { QUEEN_SERVER: sim.url },
             files: (await files?.(sim)) ?? {},
-            ...(interrupt && { interrupt }),
+            ...(interrupt && { interrupt: { when: interrupt(sim), keys: 'C-c' } }),
           });
           const { width } = widestLine(screen);
           widest.push(`${name}.${cols}: ${width}`);
           t.diagnostic(`widest line: ${width} characters on ${cols} columns`);
-          matchSnapshot(`${name}.${cols}`, snapshotText(args, cols, screen.code, maskedRows(screen, masks(FIXED_IDS))));
+          matchSnapshot(`${name}.${cols}`, snapshotText(args, screen, cols));
         } finally {
           await sim.close();
         }
       });
     }
   }
+  it('every file of test/snapshots is the screen of a case (--update removes the others)', () => {
+    const names = new Set(CASES.flatMap(({ name }) => WIDTHS.map((cols) => `${name}.${cols}.txt`)));
+    const stale = readdirSync(SNAPSHOTS).filter((file) => !names.has(file));
+    assert.deepEqual(stale, [], 'snapshots of no case: npm run test:snapshots -- --update removes them');
+  });
 });

@@ -42,15 +42,17 @@ export interface ScreenOptions {
   /** Set on top of the clean environment (test/support/cli.ts cleanEnv). */
   env?: Record<string, string | undefined>;
   /**
-   * A live view that runs until stopped: once the screen matches `when`, type `keys` (tmux
-   * send-keys names, e.g. `C-c`), as a person would.
+   * A live view that runs until stopped: once `when` holds (of the screen's text, or of anything
+   * the test can see, such as the simulator's log), type `keys` (tmux send-keys names, e.g.
+   * `C-c`), as a person would.
    */
-  interrupt?: { when: RegExp; keys: string };
+  interrupt?: { when: (screen: string) => boolean; keys: string };
   /** Files written into the directory queenctl runs in (empty otherwise), by name. */
   files?: Record<string, string>;
   timeoutMs?: number;
 }
 
+/** A screen: what tmux shows at one moment. */
 export interface Screen {
   /** The screen's rows, history included, as tmux shows them: trailing spaces and blank rows cut. */
   rows: string[];
@@ -61,13 +63,22 @@ export interface Screen {
   lines: string[];
   /** Where tmux wrapped: `wraps[i]` holds the lengths of line i's rows, trailing spaces included. */
   wraps: number[][];
+}
+
+/** A run: the screen once queenctl ended, its exit code, and for a live view, the screen it showed. */
+export interface ScreenRun extends Screen {
   code: number;
+  /** With `interrupt`: the screen at the moment the keys were typed (just before). */
+  live?: Screen;
 }
 
 /** A word as sh reads it: single-quoted unless it needs no quoting. */
 function shellWord(word: string): string {
   return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }
+
+/** What the pane's environment takes from the test's (with cleanEnv's HOME). */
+const PANE_KEEPS = ['PATH', 'TMPDIR', 'HOME'];
 
 /** The tmux configuration of a run: see the file's comment. */
 const TMUX_CONF = [
@@ -81,7 +92,7 @@ const TMUX_CONF = [
 ].join('\n');
 
 /** Runs queenctl in a tmux pane of `cols` x `rows` and returns its screen once it has ended. */
-export async function runOnScreen(options: ScreenOptions): Promise<Screen> {
+export async function runOnScreen(options: ScreenOptions): Promise<ScreenRun> {
   const { cols, rows = 30 } = options;
   const dir = mkdtempSync(join(tmpdir(), 'queenctl-pty-'));
   const socket = join(dir, 'tmux.sock');
@@ -97,26 +108,23 @@ export async function runOnScreen(options: ScreenOptions): Promise<Screen> {
     'trap : INT',
     `cd ${shellWord(work)}`,
     `${cliCommandLine()} ${options.args.map(shellWord).join(' ')}`,
-    `printf '%s' "$?" > ${shellWord(`${status}.part`)}`,
-    `mv ${shellWord(`${status}.part`)} ${shellWord(status)}`,
+    `printf '%s' "$?" > ${shellWord(status)}`,
+    // What the run waits on (a signal sent before anyone waits is kept by tmux).
+    `tmux -S ${shellWord(socket)} wait-for -S ended`,
     '',
   ].join('\n');
   writeFileSync(join(dir, 'run.sh'), script);
-  const env = {
-    // The pane's own: what a person's terminal gives. tmux sets TERM from default-terminal.
-    TMUX: undefined,
-    TMUX_PANE: undefined,
-    COLUMNS: undefined,
-    LINES: undefined,
-    NO_COLOR: undefined,
-    FORCE_COLOR: undefined,
-    LANG: 'C.UTF-8',
-    LC_ALL: 'C.UTF-8',
-    ...options.env,
-  };
+  // The pane's environment is a terminal's, the same on every machine: only PATH (to find node
+  // and tmux), TMPDIR and cleanEnv's empty HOME come from here, so no CI, COLORTERM, NO_COLOR or
+  // FORCE_COLOR of the machine running the tests changes what queenctl chooses to show.
+  const env: Record<string, string | undefined> = {};
+  for (const key of Object.keys(process.env)) if (!PANE_KEEPS.includes(key)) env[key] = undefined;
+  Object.assign(env, { LANG: 'C.UTF-8', ...options.env });
+
   const tmux = (args: string[]) =>
-    runProcess('tmux', ['-S', socket, ...args], { exit: 0, env, timeoutMs: 20_000 }).then((r) => r.stdout);
-  const deadline = Date.now() + (options.timeoutMs ?? SCREEN_TIMEOUT_MS);
+    runProcess('tmux', ['-u', '-S', socket, ...args], { exit: 0, env, timeoutMs: 20_000 }).then((r) => r.stdout);
+  const limitMs = options.timeoutMs ?? SCREEN_TIMEOUT_MS;
+  const deadline = Date.now() + limitMs;
   const capture = (extra: string[]) => tmux(['capture-pane', '-p', '-t', 'snap', '-S', '-', '-E', '-', ...extra]);
   try {
     await tmux([
@@ -132,39 +140,71 @@ export async function runOnScreen(options: ScreenOptions): Promise<Screen> {
       String(rows),
       `sh ${shellWord(join(dir, 'run.sh'))}`,
     ]);
-    let interrupted = options.interrupt === undefined;
-    for (;;) {
-      const dead = (await tmux(['display-message', '-p', '-t', 'snap', '#{pane_dead}'])).trim() === '1';
-      if (dead && existsSync(status)) break;
-      if (dead) throw new Error(`the pane ended without an exit code\n${await capture([])}`);
-      if (!interrupted && options.interrupt) {
-        if (options.interrupt.when.test(await capture([]))) {
-          await tmux(['send-keys', '-t', 'snap', options.interrupt.keys]);
-          interrupted = true;
-        }
-      }
-      if (Date.now() > deadline) {
-        const shown = await capture([]);
-        throw new Error(
-          `queenctl ${options.args.join(' ')} on ${cols} columns: not ended after ` +
-            `${options.timeoutMs ?? SCREEN_TIMEOUT_MS} ms` +
-            (interrupted ? '' : ` (the screen never matched ${String(options.interrupt?.when)})`) +
-            `\n--- screen\n${shown}`,
-        );
-      }
-      await delay(POLL_MS);
-    }
-    const code = Number(readFileSync(status, 'utf8'));
-    // -N keeps each row's trailing spaces, so a wrapped row is exactly as wide as the terminal and
-    // the rows of one line can be matched with -J's joined line.
-    const screenRows = trimBlankEnd((await capture(['-N'])).split('\n'));
-    const lines = trimBlankEnd((await capture(['-J'])).split('\n'));
-    const screen: Screen = {
-      rows: screenRows.map((row) => row.trimEnd()),
-      lines: lines.map((line) => line.trimEnd()),
-      wraps: wrapsOf(screenRows, lines),
-      code,
+    const left = (): number => Math.max(1, deadline - Date.now());
+    const overdue = async (why: string): Promise<never> => {
+      throw new Error(
+        `queenctl ${options.args.join(' ')} on ${cols} columns: ${why} after ${limitMs} ms, its time limit\n` +
+          `--- screen\n${await capture([])}`,
+      );
     };
+    // One client call reads the pane's state and both captures: -N keeps each row's trailing
+    // spaces, so a wrapped row is as wide as the terminal and the rows of a line match -J's
+    // joined line.
+    const separator = `queenctl-pty-${Math.random().toString(36).slice(2)}`;
+    const all = ['-S', '-', '-E', '-'];
+    const screenNow = async (): Promise<{ dead: boolean; screen: Screen }> => {
+      const out = await tmux([
+        ...['display-message', '-p', '-t', 'snap', '#{pane_dead}', ';'],
+        ...['capture-pane', '-p', '-N', '-t', 'snap', ...all, ';'],
+        ...['display-message', '-p', separator, ';'],
+        ...['capture-pane', '-p', '-J', '-t', 'snap', ...all],
+      ]);
+      const [dead = '', rest = ''] = out.split(/\n(.*)/s);
+      const [rowsText = '', linesText = ''] = rest.split(`${separator}\n`);
+      const screenRows = trimBlankEnd(rowsText.split('\n'));
+      const lines = trimBlankEnd(linesText.split('\n'));
+      return {
+        dead: dead === '1',
+        screen: {
+          rows: screenRows.map((row) => row.trimEnd()),
+          lines: lines.map((line) => line.trimEnd()),
+          wraps: wrapsOf(screenRows, lines),
+        },
+      };
+    };
+    let live: Screen | undefined;
+    if (options.interrupt) {
+      // A live view: type the keys once the screen shows what the case waits for, the same on two
+      // captures in a row (spinner frames aside): a spinner clears its line before drawing it
+      // again, and a capture between the two is no screen a person reads.
+      let before = '';
+      for (;;) {
+        const { screen } = await screenNow();
+        const text = screen.rows.join('\n');
+        const settled = text.replace(/[\u2800-\u28ff]/g, '.');
+        if (settled === before && options.interrupt.when(text)) {
+          live = screen;
+          break;
+        }
+        before = settled;
+        if (Date.now() > deadline) await overdue(`the moment to type ${options.interrupt.keys} never came`);
+        await delay(POLL_MS);
+      }
+      await tmux(['send-keys', '-t', 'snap', options.interrupt.keys]);
+    }
+    await runProcess('tmux', ['-S', socket, 'wait-for', 'ended'], { exit: 0, env, timeoutMs: left() }).catch(() =>
+      overdue('not ended'),
+    );
+    // The shell is ending: once tmux says the pane is dead, it has read all the pane's output.
+    let end = await screenNow();
+    while (!end.dead) {
+      if (Date.now() > deadline) await overdue('the pane still not dead');
+      await delay(POLL_MS / 2);
+      end = await screenNow();
+    }
+    if (!existsSync(status)) throw new Error(`the pane ended without an exit code\n${end.screen.rows.join('\n')}`);
+    const code = Number(readFileSync(status, 'utf8'));
+    const screen: ScreenRun = { ...end.screen, code, ...(live && { live }) };
     if (code !== options.exit) {
       throw new Error(
         `queenctl ${options.args.join(' ')} on ${cols} columns: expected exit ${options.exit}, got ${code}\n` +
@@ -241,6 +281,8 @@ export interface Mask {
  *   theirs at random) becomes `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxx001`, numbered by first
  *   appearance on the screen, so the same id is the same mask throughout.
  *
+ * - `spinner`: a frame of a spinner (the braille dots ora draws, U+2800 to U+28FF) becomes `⠿`:
+ *   which frame a live screen catches is the machine's timing.
  * - `clock`: a time of day on this machine's clock, HH:MM:SS.mmm (the log lines of a watch),
  *   becomes `hh:mm:ss.sss`.
  *
@@ -254,6 +296,11 @@ export function masks(fixedIds: readonly string[]): Mask[] {
       name: 'port',
       pattern: /(?<=\b(?:127\.0\.0\.1|localhost|\[::1\]):)\d{1,5}\b/g,
       replace: (match) => 'P'.repeat(match.length),
+    },
+    {
+      name: 'spinner',
+      pattern: /[\u2800-\u28ff]/g,
+      replace: () => '\u28ff',
     },
     {
       name: 'clock',
