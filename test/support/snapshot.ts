@@ -57,12 +57,13 @@ export function unifiedDiff(expected: string, actual: string, from = 'expected',
       ops.push({ kind: ' ', text: a[i] as string, i: i + 1, j: j + 1 });
       i++;
       j++;
-    } else if (j < b.length && (i === a.length || (lcs[i]?.[j + 1] ?? 0) >= (lcs[i + 1]?.[j] ?? 0))) {
-      ops.push({ kind: '+', text: b[j] as string, i: i + 1, j: j + 1 });
-      j++;
-    } else {
+    } else if (i < a.length && (j === b.length || (lcs[i + 1]?.[j] ?? 0) >= (lcs[i]?.[j + 1] ?? 0))) {
+      // A line of the expected text only: removed (shown before what replaced it, as diff -u does).
       ops.push({ kind: '-', text: a[i] as string, i: i + 1, j: j + 1 });
       i++;
+    } else {
+      ops.push({ kind: '+', text: b[j] as string, i: i + 1, j: j + 1 });
+      j++;
     }
   }
   const context = 3;
