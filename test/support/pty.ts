@@ -7,10 +7,10 @@
  * Each run has a tmux server of its own: a socket in a fresh temporary directory (`-S`), a config
  * file of its own (`-f`, nothing from ~/.tmux.conf), no status line, the pane kept once its
  * command ends (`remain-on-exit`, with no "Pane is dead" line), and `kill-server` at the end
- * whatever happens. The command's exit code is written to a file by the shell that runs it; the
- * run waits, polling, until that file exists and tmux says the pane is dead (tmux marks it dead
- * only once it has read everything the command wrote), with a generous time limit: the machine's
- * speed decides how long a run takes, never what it shows.
+ * whatever happens. The shell that runs the command writes its exit code to a file, then signals
+ * a tmux channel (`wait-for`); the run waits on that channel, then polls until tmux says the pane
+ * is dead (tmux marks it dead only once it has read everything the command wrote), all within a
+ * generous time limit: the machine's speed decides how long a run takes, never what it shows.
  *
  * Colours stay on, as on a person's terminal (TERM=xterm-256color, no NO_COLOR), and the screen is
  * captured as text without them (`capture-pane -p`, no `-e`): a snapshot holds the characters and
@@ -28,7 +28,7 @@ export const hasTmux = spawnSync('tmux', ['-V'], { stdio: 'ignore', timeout: 10_
 
 /** How long one screen may take, start to end, before the run fails with what it shows. */
 const SCREEN_TIMEOUT_MS = 60_000;
-/** How often the run asks tmux whether the command has ended (or the screen shows `until`). */
+/** How often the run asks tmux for the screen (a live view's `when`, the pane's death). */
 const POLL_MS = 100;
 
 export interface ScreenOptions {
@@ -39,7 +39,7 @@ export interface ScreenOptions {
   rows?: number;
   /** The exit code queenctl must end with; any other fails the run, quoting the screen. */
   exit: number;
-  /** Set on top of the clean environment (test/support/cli.ts cleanEnv). */
+  /** Set in the pane's environment (the rest is fixed: see runOnScreen). */
   env?: Record<string, string | undefined>;
   /**
    * A live view that runs until stopped: once `when` holds (of the screen's text, or of anything
@@ -101,7 +101,7 @@ export async function runOnScreen(options: ScreenOptions): Promise<ScreenRun> {
   const work = join(dir, 'work');
   mkdirSync(work);
   for (const [name, text] of Object.entries(options.files ?? {})) writeFileSync(join(work, basename(name)), text);
-  // The exit code goes to a file, written whole (a rename), never onto the screen.
+  // The exit code goes to a file, never onto the screen.
   const script = [
     // ^C (an `interrupt`) signals the pane's whole foreground group: the shell outlives it to
     // write the exit code (a trapped signal is reset to its default in queenctl).
