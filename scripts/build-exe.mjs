@@ -463,22 +463,22 @@ async function appendCodeCaches(file) {
   const url = `http://127.0.0.1:${server.address().port}`;
   writeFileSync(config, `current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: ${url}\n`);
   const recorded = join(work, 'code-caches.json');
+  const emptyHome = join(work, 'home');
+  mkdirSync(emptyHome, { recursive: true });
   const caches = new Map();
   try {
-    // No config file for the second run: a HOME with no ~/.queen (a QUEEN_CONFIG that names a
-    // missing file is an error, docs/cli-contract.md#config-file).
-    const home = join(work, 'warm-up-home');
-    mkdirSync(home, { recursive: true });
-    for (const [argv, where, input] of [
-      [['config', 'get-contexts'], { QUEEN_CONFIG: config }, ''],
-      [['lease', 'extend', '-', '--server', url, '-o', 'yaml', '--retries', '0'], { HOME: home }, 'warm-up\n'],
+    for (const [argv, configFile, input] of [
+      [['config', 'get-contexts'], config, ''],
+      // No config file: the default one, in a HOME without it (a QUEEN_CONFIG that does not exist
+      // is an error, docs/config.md), so the yaml chunk loads for the output alone.
+      [['lease', 'extend', '-', '--server', url, '-o', 'yaml', '--retries', '0'], null, 'warm-up\n'],
     ]) {
       await new Promise((resolve, reject) => {
         const run = execFile(
           ...onTarget(file, argv),
           {
             env: targetEnv({
-              ...where,
+              ...(configFile === null ? { HOME: emptyHome } : { QUEEN_CONFIG: configFile }),
               QUEENCTL_EXE_RECORD_CODE_CACHE: `${codeCacheToken}:${recorded}`,
             }),
           },

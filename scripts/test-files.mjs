@@ -41,6 +41,8 @@ const GROUPS = [
     waits: true,
     files: ['watch', 'loads', 'readers-and-signals', 'exit-codes', 'demo-job'].map((name) => `process/${name}.test.js`),
   },
+  // The terminal snapshots: ~40 screens of queenctl in tmux, four at a time (about 10 s).
+  { name: 'process-snapshots', waits: true, files: ['process/snapshots.test.js'] },
   {
     name: 'e2e-wall-clock',
     waits: true,

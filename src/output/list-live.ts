@@ -42,7 +42,9 @@ function rank(row: LiveRow): [number, number] {
   if (row.mark) return [0, MARK_ORDER[row.mark]];
   if (!row.record.live) return [1, 0];
   if (row.remainingMs === null) return [3, 0];
-  return [2, row.remainingMs];
+  // To the second shown: leases probed a few milliseconds apart must not swap places at every
+  // redraw.
+  return [2, Math.floor(row.remainingMs / 1000)];
 }
 
 export function sortRows(rows: LiveRow[]): LiveRow[] {

@@ -34,6 +34,7 @@ import { isJsonPath, type OutputFormat } from './format.js';
 import type { JsonPathTemplate } from './jsonpath.js';
 import { canRedraw, openLiveScreen, terminalSize } from './live.js';
 import { escapeText } from './sanitise.js';
+import { loadTerminalText, terminalWidth, truncateToWidth, wrapMessage } from './width.js';
 import { LOST_LEASE_ACTION, lostLeaseMeaning } from './words.js';
 import { yamlStringify } from './yaml.js';
 
@@ -420,11 +421,17 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
   }
   const mode = options.mode === 'spinner' && !canSpin(stderr) ? 'log' : options.mode;
   const words = (event: WatchEvent): string => eventWords(event, options.commandStarted?.() ?? true);
+  // On a terminal, lines for people are wrapped to its width (their next lines two spaces in) and
+  // the spinner's line cut to it (a wrapped spinner line cannot be redrawn); off one, unchanged
+  // (docs/cli-contract.md#fitting-the-terminal).
+  const width = env === undefined ? undefined : terminalWidth(stderr, env);
+  const text = width === undefined ? undefined : await loadTerminalText();
+  const fitted = (said: string): string => (width === undefined || !text ? said : wrapMessage(said, width, text));
   let explainedLoss = false;
   const explainLoss = (): void => {
     if (explainedLoss) return;
     explainedLoss = true;
-    stderr.write(lostMeaning());
+    stderr.write(fitted(lostMeaning()));
   };
 
   if (mode === 'events' || mode === 'yaml' || mode === 'quiet') {
@@ -437,7 +444,7 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
         // A loss is the one event people must see whatever was asked for. Errors that end a
         // lease's watch are summed up once by the command instead of once per lease.
         if (event.event !== 'lost') return;
-        stderr.write(line(words(event)));
+        stderr.write(fitted(line(words(event))));
         explainLoss();
       },
       warn: (text) => void (!options.quiet && stderr.write(line(`warning: ${text}`))),
@@ -452,18 +459,18 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     let outageTimer: NodeJS.Timeout | undefined;
     const stillDown = (): void => {
       const status = options.status();
-      if (status.outage) stderr.write(line(stillDownLine(status, options.clock.now())));
+      if (status.outage) stderr.write(fitted(line(stillDownLine(status, options.clock.now()))));
     };
     return {
       event(event) {
-        stderr.write(line(`${timeOf(event.at)} ${words(event)}`));
+        stderr.write(fitted(line(`${timeOf(event.at)} ${words(event)}`)));
         if (event.event === 'lost') explainLoss();
         if (event.event === 'outage') outageTimer ??= setInterval(stillDown, OUTAGE_REFRESH_MS).unref();
         if (event.event === 'recovered') outageTimer = void clearInterval(outageTimer);
       },
-      warn: (text) => void stderr.write(line(`warning: ${text}`)),
-      note: (text) => void stderr.write(line(text)),
-      error: (text) => void stderr.write(text),
+      warn: (warning) => void stderr.write(fitted(line(`warning: ${warning}`))),
+      note: (note) => void stderr.write(fitted(line(note))),
+      error: (error) => void stderr.write(fitted(error)),
       close: () => clearInterval(outageTimer),
     };
   }
@@ -484,15 +491,17 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     color: options.color ? 'cyan' : false,
   });
   const refresh = (): void => {
-    spinner.text = escapeText(
+    const said = escapeText(
       spinnerText(options.status(), options.clock.now(), options.leaseCount, options.firstLeaseId),
     );
+    // The spinner's frame and a space take two columns.
+    spinner.text = width === undefined || !text ? said : truncateToWidth(said, width - 2, text.stringWidth);
   };
   refresh();
   spinner.start();
   const timer = setInterval(refresh, SPINNER_REFRESH_MS);
   // ora redraws itself around lines written to its stream while it spins.
-  const above = (text: string): void => void stderr.write(text);
+  const above = (said: string): void => void stderr.write(fitted(said));
   return {
     event(event) {
       if (event.event === 'renewed') return refresh();
