@@ -494,8 +494,11 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     const said = escapeText(
       spinnerText(options.status(), options.clock.now(), options.leaseCount, options.firstLeaseId),
     );
-    // The spinner's frame and a space take two columns.
-    spinner.text = width === undefined || !text ? said : truncateToWidth(said, width - 2, text.stringWidth);
+    // The spinner's frame and a space take two columns, and the last three stay free: for the
+    // `^C` a terminal echoes after the line when the operator stops the watch, and for the cursor,
+    // which a line that fills the terminal leaves at its margin. Either would wrap the line, and
+    // ora would then clear one line short, leaving a stale spinner line on the screen.
+    spinner.text = width === undefined || !text ? said : truncateToWidth(said, width - 5, text.stringWidth);
   };
   refresh();
   spinner.start();
