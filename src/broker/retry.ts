@@ -64,6 +64,8 @@ export interface RetryContext {
   /** Called before each wait, so callers can say what is happening. */
   onRetry?: (error: BrokerError, attempt: number, delayMs: number) => void;
   random?: () => number;
+  /** Clock time after which no further try is made: a wait that would end past it ends the retries. */
+  deadline?: number;
 }
 
 export async function withRetries<T>(
@@ -78,6 +80,7 @@ export async function withRetries<T>(
       if (!isTransient(error) || tries > policy.retries || context.signal?.aborted) throw error;
       const delayMs = retryWaitMs(error as BrokerError, tries, policy, context.random);
       if (delayMs === null) throw tooLongToWait(error as BrokerError, policy);
+      if (context.deadline !== undefined && context.clock.now() + delayMs > context.deadline) throw error;
       context.onRetry?.(error as BrokerError, tries, delayMs);
       await context.clock.sleep(delayMs, context.signal);
     }

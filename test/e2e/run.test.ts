@@ -1,0 +1,300 @@
+/**
+ * `queenctl lease run` end to end: in-process against the simulator's pop, extend and ack routes,
+ * with real commands (small Node.js scripts) under the real supervisor
+ * (docs/cli-contract.md#lease-run). One test per rule; counts of acks are read from the
+ * simulator's request log and queue state, never inferred from timings.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeEach, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import { startTcpFront } from '../../tools/simulator/index.js';
+import type { Simulator } from '../../tools/simulator/index.js';
+import { runInProcess, startInProcess, type InProcessOptions } from '../support/in-process.js';
+import { sharedSimulator } from '../support/shared.js';
+
+const simulator = sharedSimulator();
+let sim: Simulator;
+let queue = '';
+let count = 0;
+const dir = mkdtempSync(join(tmpdir(), 'queenctl-run-test-'));
+beforeEach(() => {
+  sim = simulator();
+  queue = `jobs-${++count}`;
+});
+
+const NODE = process.execPath;
+
+/** A handler script in the test's directory; its path. */
+function script(name: string, source: string): string {
+  const path = join(dir, `${name}-${count}.cjs`);
+  writeFileSync(path, source);
+  return path;
+}
+
+const run = (args: string[], command: string[], options: InProcessOptions = {}) =>
+  runInProcess(['lease', 'run', queue, '--server', sim.url, ...args, '--', ...command], options);
+
+function queueWith(n: number, options: { leaseTime?: number; retryLimit?: number } = {}): void {
+  sim.createQueue({ name: queue, partitions: ['p1'], leaseTime: 60, ...options });
+  sim.push(
+    queue,
+    Array.from({ length: n }, (_, i) => ({ n: i + 1 })),
+    'p1',
+  );
+}
+
+interface AckElement {
+  transactionId: string;
+  partitionId: string;
+  leaseId: string;
+  status: string;
+  error: string | null;
+}
+
+/** Every ack element the simulator received, in order. */
+function ackElements(): AckElement[] {
+  return sim.log
+    .filter((entry) => entry.rawPath === '/api/v1/ack/batch')
+    .flatMap((entry) => (JSON.parse(entry.body) as { acknowledgments: AckElement[] }).acknowledgments);
+}
+
+/** Requests of a route the simulator received. */
+const requests = (fragment: string): number => sim.log.filter((entry) => entry.rawPath.includes(fragment)).length;
+
+/** Turns a hang into a failure; never reached by a slow machine. */
+const PATIENCE_MS = 30_000;
+async function until<T>(check: () => T | undefined | false, what: string): Promise<T> {
+  const deadline = Date.now() + PATIENCE_MS;
+  for (;;) {
+    const found = check();
+    if (found !== undefined && found !== false) return found;
+    if (Date.now() > deadline) throw new Error(`timed out after ${PATIENCE_MS} ms waiting for ${what}`);
+    await delay(20);
+  }
+}
+
+/** A handler that says it started (a file), then waits for a `go` file and exits with `code`. */
+function waiter(name: string, code: number): { path: string; started: string; go: string; term: string } {
+  const started = join(dir, `${name}-${count}.started`);
+  const go = join(dir, `${name}-${count}.go`);
+  const term = join(dir, `${name}-${count}.term`);
+  const path = script(
+    name,
+    `const fs = require('node:fs');
+process.on('SIGTERM', () => { fs.writeFileSync(${JSON.stringify(term)}, 'x'); process.exit(143); });
+fs.writeFileSync(${JSON.stringify(started)}, process.env.QUEEN_LEASE_ID);
+const timer = setInterval(() => { if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(timer); process.exit(${code}); } }, 20);`,
+  );
+  return { path, started, go, term };
+}
+
+const pending = (): number =>
+  Object.values(sim.queue(queue)?.groups.__QUEUE_MODE__ ?? {}).reduce((sum, p) => sum + p.pending, 0);
+
+describe('lease run', () => {
+  it('runs the command on the messages and acks them completed with the lease id: exit 0', async () => {
+    queueWith(3);
+    const out = join(dir, `seen-${count}.json`);
+    const handler = script(
+      'record',
+      `const fs = require('node:fs');
+const input = fs.readFileSync(0, 'utf8');
+const file = fs.readFileSync(process.env.QUEEN_BATCH_FILE, 'utf8');
+const mode = fs.statSync(process.env.QUEEN_BATCH_FILE).mode & 0o777;
+fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env: {
+  id: process.env.QUEEN_LEASE_ID, queue: process.env.QUEEN_QUEUE, group: process.env.QUEEN_CONSUMER_GROUP,
+  partitions: process.env.QUEEN_PARTITIONS, token: process.env.QUEEN_TOKEN ?? null,
+  path: process.env.QUEEN_BATCH_FILE } }));`,
+    );
+    const result = await run(['--batch', '10', '--token', 'secret-token-123'], [NODE, handler], {
+      env: { QUEEN_TOKEN: undefined },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const seen = JSON.parse(readFileSync(out, 'utf8')) as {
+      input: string;
+      file: string;
+      mode: number;
+      env: Record<string, string | null>;
+    };
+    const lines = seen.input
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { data: { n: number } });
+    assert.deepEqual(
+      lines.map((m) => m.data.n),
+      [1, 2, 3],
+    );
+    const record = JSON.parse(seen.file) as { leaseId: string; messages: unknown[] };
+    assert.equal(record.messages.length, 3);
+    assert.equal(seen.mode, 0o600);
+    assert.equal(seen.env.id, record.leaseId);
+    assert.equal(seen.env.queue, queue);
+    assert.equal(seen.env.group, '__QUEUE_MODE__');
+    assert.equal(seen.env.partitions, 'p1');
+    assert.equal(seen.env.token, null, 'never the token');
+    assert.ok(!existsSync(seen.env.path as string), 'the batch file is removed afterwards');
+    const acks = ackElements();
+    assert.equal(acks.length, 3);
+    assert.ok(acks.every((a) => a.status === 'completed' && a.leaseId === record.leaseId));
+    assert.equal(pending(), 0);
+  });
+
+  it("-o ndjson streams acquired, the watch events and acked; the command's stdout goes to stderr", async () => {
+    queueWith(2);
+    const handler = script('echo', `process.stdin.resume(); process.stdin.on('end', () => console.log('handled'));`);
+    const result = await run(['--batch', '10', '-o', 'ndjson'], [NODE, handler]);
+    assert.equal(result.code, 0, result.stderr);
+    const events = result.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const names = events.map((e) => e.event);
+    assert.equal(names[0], 'acquired');
+    assert.ok(names.includes('renewed'));
+    assert.equal(names.at(-1), 'acked');
+    const acquired = events[0] as Record<string, unknown>;
+    assert.equal(acquired.queue, queue);
+    assert.equal(acquired.messages, 2);
+    assert.deepEqual(acquired.partitions, ['p1']);
+    assert.deepEqual(Object.keys(events.at(-1) ?? {}), ['event', 'at', 'leaseId', 'status', 'acked', 'refused']);
+    assert.equal((events.at(-1) as Record<string, unknown>).status, 'completed');
+    assert.doesNotMatch(result.stdout, /handled/);
+  });
+
+  it('a command that fails is acked --on-failure (retry by default) with its status, and its status is the exit', async () => {
+    queueWith(2);
+    const fails = script('fails', `process.stdin.resume(); process.stdin.on('end', () => process.exit(3));`);
+    const retried = await run(['--batch', '10'], [NODE, fails]);
+    assert.equal(retried.code, 3, retried.stderr);
+    let acks = ackElements();
+    assert.equal(acks.length, 2);
+    assert.ok(
+      acks.every((a) => a.status === 'retry' && a.leaseId !== '' && /exited with status 3/.test(a.error ?? '')),
+    );
+    assert.equal(pending(), 2, 'redelivered: still pending');
+    sim.resetLog();
+    const failed = await run(['--batch', '10', '--on-failure', 'failed'], [NODE, fails]);
+    assert.equal(failed.code, 3, failed.stderr);
+    acks = ackElements();
+    assert.ok(acks.length === 2 && acks.every((a) => a.status === 'failed'));
+  });
+
+  it('a lease lost while the command runs: SIGTERM at the first renewal after the loss, nothing acked, exit 4', async () => {
+    queueWith(2);
+    const handler = waiter('lost', 0);
+    const running = startInProcess(
+      ['lease', 'run', queue, '--server', sim.url, '--batch', '10', '--every', '500ms', '--', NODE, handler.path],
+      { timeoutMs: 60_000 },
+    );
+    try {
+      const leaseId = await until(
+        () => existsSync(handler.started) && readFileSync(handler.started, 'utf8'),
+        'the command to start',
+      );
+      const extendsBefore = requests('/extend');
+      assert.ok(sim.release(leaseId), 'the lease is released under the command (as another ack would)');
+      const result = await running.exited;
+      assert.equal(result.code, 4, result.stderr);
+      // Stopped by the first renewal after the loss (--every 500ms): within a second, by mechanism.
+      assert.equal(requests('/extend') - extendsBefore, 1, 'one renewal found the lease gone');
+      assert.ok(existsSync(handler.term), 'the command got SIGTERM');
+      assert.equal(ackElements().length, 0, 'nothing is acked: the redelivery owns the batch');
+      assert.match(result.stderr, /nothing was acked/);
+    } finally {
+      writeFileSync(handler.go, '');
+    }
+  });
+
+  it('--until-empty over 1,000 messages, one in ten failing on its first delivery: each acked completed once', async () => {
+    queueWith(1000, { retryLimit: 100 });
+    const seen = join(dir, `seen-${count}`);
+    writeFileSync(seen, '');
+    // Fails a batch holding a message n % 10 == 0 delivered for the first time (remembered in a file).
+    const handler = script(
+      'tenth',
+      `const fs = require('node:fs');
+const lines = fs.readFileSync(0, 'utf8').trimEnd().split('\\n').map((l) => JSON.parse(l));
+const known = new Set(fs.readFileSync(${JSON.stringify(seen)}, 'utf8').split('\\n'));
+const fresh = lines.filter((m) => m.data.n % 10 === 0 && !known.has(m.transactionId));
+if (fresh.length > 0) {
+  fs.appendFileSync(${JSON.stringify(seen)}, fresh.map((m) => m.transactionId + '\\n').join(''));
+  process.exit(1);
+}`,
+    );
+    const result = await run(['--batch', '100', '--until-empty', '-o', 'ndjson'], [NODE, handler], {
+      timeoutMs: 120_000,
+    });
+    // Several batches: the status of the first that was not acked completed.
+    assert.equal(result.code, 1, result.stderr);
+    const acks = ackElements();
+    const completed = acks.filter((a) => a.status === 'completed').map((a) => a.transactionId);
+    assert.equal(completed.length, 1000, 'every message acked completed');
+    assert.equal(new Set(completed).size, 1000, 'each exactly once');
+    const retried = acks.filter((a) => a.status === 'retry');
+    assert.ok(retried.length >= 100, `${retried.length} retry acks: every failure was redelivered`);
+    assert.ok(
+      acks.every((a) => a.leaseId !== '' && a.leaseId !== undefined),
+      'never an ack without the lease id',
+    );
+    assert.equal(pending(), 0, 'none lost, none left');
+    const events = result.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { event: string });
+    assert.equal(events.at(-1)?.event, 'empty');
+  });
+
+  it('a broker outage while the command runs is ridden out, and the ack waits for the broker and lands once', async () => {
+    queueWith(2);
+    const front = await startTcpFront({ host: '127.0.0.1', port: sim.port });
+    const handler = waiter('outage', 0);
+    try {
+      const running = startInProcess(
+        [
+          'lease',
+          'run',
+          queue,
+          '--server',
+          front.url,
+          '--batch',
+          '10',
+          '--seconds',
+          '30',
+          '--every',
+          '1s',
+          '-o',
+          'ndjson',
+          '--',
+          NODE,
+          handler.path,
+        ],
+        { timeoutMs: 60_000 },
+      );
+      await until(() => existsSync(handler.started), 'the command to start');
+      // Down from now until the ack has been refused a connection at least once: the command
+      // runs through the outage, ends in it, and its ack cannot reach the broker meanwhile.
+      const refused = running.waitForStderr(/the ack never reached the broker/);
+      const refusing = front.refuse(refused);
+      // The command rides out a renewal the broker did not answer, as lease watch would.
+      await running.waitForStdout(/"event":"(retry|outage)"/);
+      writeFileSync(handler.go, '');
+      await refusing;
+      const result = await running.exited;
+      assert.equal(result.code, 0, result.stderr);
+      const acks = ackElements();
+      assert.equal(requests('/api/v1/ack/batch'), 1, 'the ack reached the broker once');
+      assert.ok(acks.length === 2 && acks.every((a) => a.status === 'completed'));
+      assert.equal(pending(), 0);
+      assert.match(result.stderr, /never reached the broker/);
+      const events = result.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as { event: string });
+      assert.ok(!events.some((e) => e.event === 'lost'));
+      assert.equal(events.at(-1)?.event, 'acked');
+    } finally {
+      writeFileSync(handler.go, '');
+      await front.close();
+    }
+  });
+});
