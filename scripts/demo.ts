@@ -84,7 +84,8 @@ async function demo(sim: Simulator, env: NodeJS.ProcessEnv): Promise<void> {
   process.stdout.write(
     dim(
       `$LEASE3 holds queue invoices, partition x, for 60 s; $LEASE, orders p6 and p7 (queue mode), 120 s;\n` +
-        `$LEASE2, orders p7 for consumer group billing, 300 s; $DEAD was acked.\n`,
+        `$LEASE2, orders p7 for consumer group billing, 300 s; $DEAD was acked.\n` +
+        `Queue jobs holds four messages (three in partition p1, one in p2), queue emails three.\n`,
     ),
   );
 
@@ -199,8 +200,8 @@ esac`,
   sim.push('reports', [{ report: 'monthly' }], 'p1');
   step(
     '13. A run whose lease is lost',
-    'The demo expires the lease 2 s into the command, as if the batch had outlived it: run stops the command ' +
-      '(SIGTERM to its process group), acks nothing and exits 4. The message goes to the next pop.',
+    'The demo expires the lease 2 s after run took it, as if the job had outlived its lease: run stops the ' +
+      'command (SIGTERM to its process group), acks nothing and exits 4. The message goes to the next pop.',
   );
   const ran = new AbortController();
   const expiring = expireNextLease(sim, 2_000, ran.signal);
