@@ -482,7 +482,7 @@ class Consumer {
       await write(io.stderr, `queenctl: ${refusal}\n`);
       return { code: ExitCode.NotHeld, last: true };
     }
-    this.note(`acked ${acked.acked} message${acked.acked === 1 ? '' : 's'} of lease ${lease} ${status}`);
+    this.note(`acked ${acked.acked} message${acked.acked === 1 ? '' : 's'} of lease ${lease} as ${status}`);
     if (exit === null) return { code: signalExitCode(this.signalled), last: true };
     if (exit.status === 0) {
       for (const message of record.messages)
