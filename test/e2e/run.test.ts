@@ -86,7 +86,9 @@ function waiter(name: string, code: number): { path: string; started: string; go
     `const fs = require('node:fs');
 process.on('SIGTERM', () => { fs.writeFileSync(${JSON.stringify(term)}, 'x'); process.exit(143); });
 fs.writeFileSync(${JSON.stringify(started)}, process.env.QUEEN_LEASE_ID);
-const timer = setInterval(() => { if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(timer); process.exit(${code}); } }, 20);`,
+const timer = setInterval(() => {
+  if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(timer); process.exit(${code}); }
+}, 20);`,
   );
   return { path, started, go, term };
 }
@@ -172,7 +174,7 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
     assert.doesNotMatch(result.stdout, /handled/);
   });
 
-  it('a command that fails is acked --on-failure (retry by default) with its status, and its status is the exit', async () => {
+  it('a failed command: acked --on-failure (default retry) with its status, which is the exit status', async () => {
     queueWith(2);
     const fails = script('fails', `process.stdin.resume(); process.stdin.on('end', () => process.exit(3));`);
     const retried = await run(['--batch', '10'], [NODE, fails]);
@@ -190,7 +192,7 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
     assert.ok(acks.length === 2 && acks.every((a) => a.status === 'failed'));
   });
 
-  it('a lease lost while the command runs: SIGTERM at the first renewal after the loss, nothing acked, exit 4', async () => {
+  it('a lease lost under the command: SIGTERM at the first renewal after the loss, nothing acked, exit 4', async () => {
     queueWith(2);
     const handler = waiter('lost', 0);
     const running = startInProcess(
@@ -216,7 +218,7 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
     }
   });
 
-  it('--until-empty over 1,000 messages, one in ten failing on its first delivery: each acked completed once', async () => {
+  it('--until-empty over 1,000 messages, one in ten failing once: each acked completed exactly once', async () => {
     queueWith(1000, { retryLimit: 100 });
     const seen = join(dir, `seen-${count}`);
     writeFileSync(seen, '');
@@ -255,7 +257,7 @@ if (fresh.length > 0) {
     assert.equal(events.at(-1)?.event, 'empty');
   });
 
-  it('a broker outage while the command runs is ridden out, and the ack waits for the broker and lands once', async () => {
+  it('a broker outage under the command is ridden out; the ack waits for the broker and lands once', async () => {
     queueWith(2);
     const front = await startTcpFront({ host: '127.0.0.1', port: sim.port });
     const handler = waiter('outage', 0);
@@ -356,7 +358,7 @@ fs.writeFileSync(${JSON.stringify(size)}, lines.map((m) => String(m.data.big ? m
     assert.equal(requests('/api/v1/'), 0, 'nothing was sent');
   });
 
-  it('a queue with nothing to take, or unknown: exit 4 with one line; --until-empty: exit 0 and an empty event', async () => {
+  it('nothing to take, or an unknown queue: exit 4, one line; --until-empty: exit 0, an empty event', async () => {
     const unknown = await run([], [NODE, '-e', '0']);
     assert.equal(unknown.code, 4, unknown.stderr);
     assert.match(unknown.stderr, /^queenctl: nothing to take from queue jobs-\d+/);
@@ -370,7 +372,7 @@ fs.writeFileSync(${JSON.stringify(size)}, lines.map((m) => String(m.data.big ? m
     assert.equal(ackElements().length, 0);
   });
 
-  it('a command that cannot be started (127, 126) is never acked completed: acked retry, no further batch', async () => {
+  it('a command that cannot start (127, 126) is acked retry, never completed; no further batch', async () => {
     queueWith(3);
     const missing = await run(['--batch', '1', '--batches', '3'], [join(dir, 'no-such-command')]);
     assert.equal(missing.code, 127, missing.stderr);
@@ -412,7 +414,7 @@ fs.writeFileSync(${JSON.stringify(size)}, lines.map((m) => String(m.data.big ? m
     assert.ok(ackElements().every((a) => a.leaseId !== ''));
   });
 
-  it('the first SIGTERM goes to the command and no further batch is taken; ended by it, the batch is acked retry', async () => {
+  it('the first SIGTERM goes to the command, no further batch is taken; ended by it: acked retry', async () => {
     queueWith(3);
     const handler = waiter('signal', 0);
     const running = startInProcess(
