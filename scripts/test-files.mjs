@@ -31,7 +31,7 @@ const GROUPS = [
   {
     name: 'process-1',
     waits: true,
-    files: ['package', 'signals', 'list', 'output', 'tty', 'guardian', 'cache-trust'].map(
+    files: ['package', 'signals', 'list', 'output', 'tty', 'guardian', 'cache-trust', 'run'].map(
       (name) => `process/${name}.test.js`,
     ),
   },
@@ -45,7 +45,7 @@ const GROUPS = [
   {
     name: 'e2e-wall-clock',
     waits: true,
-    files: ['watch', 'watch-scale', 'watch-outage', 'metrics'].map((name) => `e2e/${name}.test.js`),
+    files: ['watch', 'watch-scale', 'watch-outage', 'metrics', 'run'].map((name) => `e2e/${name}.test.js`),
   },
   { name: 'unit', directory: /^unit\// },
   { name: 'reliability-and-tools', directory: /^(reliability|tools)\// },

@@ -86,10 +86,20 @@ function waiter(name: string, code: number): { path: string; started: string; go
     `const fs = require('node:fs');
 process.on('SIGTERM', () => { fs.writeFileSync(${JSON.stringify(term)}, 'x'); process.exit(143); });
 fs.writeFileSync(${JSON.stringify(started)}, process.env.QUEEN_LEASE_ID);
-const timer = setInterval(() => { if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(timer); process.exit(${code}); } }, 20);`,
+const timer = setInterval(() => {
+  if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(timer); process.exit(${code}); }
+}, 20);`,
   );
   return { path, started, go, term };
 }
+
+/** The JSON lines of a run's stdout (-o ndjson). */
+const events = (stdout: string): Array<Record<string, unknown> & { event: string }> =>
+  stdout
+    .trimEnd()
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown> & { event: string });
 
 const pending = (): number =>
   Object.values(sim.queue(queue)?.groups.__QUEUE_MODE__ ?? {}).reduce((sum, p) => sum + p.pending, 0);
@@ -164,7 +174,7 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
     assert.doesNotMatch(result.stdout, /handled/);
   });
 
-  it('a command that fails is acked --on-failure (retry by default) with its status, and its status is the exit', async () => {
+  it('a failed command: acked --on-failure (default retry) with its status, which is the exit status', async () => {
     queueWith(2);
     const fails = script('fails', `process.stdin.resume(); process.stdin.on('end', () => process.exit(3));`);
     const retried = await run(['--batch', '10'], [NODE, fails]);
@@ -182,7 +192,7 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
     assert.ok(acks.length === 2 && acks.every((a) => a.status === 'failed'));
   });
 
-  it('a lease lost while the command runs: SIGTERM at the first renewal after the loss, nothing acked, exit 4', async () => {
+  it('a lease lost under the command: SIGTERM at the first renewal after the loss, nothing acked, exit 4', async () => {
     queueWith(2);
     const handler = waiter('lost', 0);
     const running = startInProcess(
@@ -208,7 +218,7 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
     }
   });
 
-  it('--until-empty over 1,000 messages, one in ten failing on its first delivery: each acked completed once', async () => {
+  it('--until-empty over 1,000 messages, one in ten failing once: each acked completed exactly once', async () => {
     queueWith(1000, { retryLimit: 100 });
     const seen = join(dir, `seen-${count}`);
     writeFileSync(seen, '');
@@ -247,7 +257,7 @@ if (fresh.length > 0) {
     assert.equal(events.at(-1)?.event, 'empty');
   });
 
-  it('a broker outage while the command runs is ridden out, and the ack waits for the broker and lands once', async () => {
+  it('a broker outage under the command is ridden out; the ack waits for the broker and lands once', async () => {
     queueWith(2);
     const front = await startTcpFront({ host: '127.0.0.1', port: sim.port });
     const handler = waiter('outage', 0);
@@ -289,12 +299,175 @@ if (fresh.length > 0) {
       assert.ok(acks.length === 2 && acks.every((a) => a.status === 'completed'));
       assert.equal(pending(), 0);
       assert.match(result.stderr, /never reached the broker/);
-      const events = result.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as { event: string });
-      assert.ok(!events.some((e) => e.event === 'lost'));
-      assert.equal(events.at(-1)?.event, 'acked');
+      const stream = events(result.stdout);
+      assert.ok(!stream.some((e) => e.event === 'lost'));
+      assert.equal(stream.at(-1)?.event, 'acked');
     } finally {
       writeFileSync(handler.go, '');
       await front.close();
     }
+  });
+
+  it('a command that reads no input, and a 10 MB message: neither hangs nor loses the ack', async () => {
+    sim.createQueue({ name: queue, partitions: ['p1'], leaseTime: 60 });
+    const big = 'x'.repeat(10 * 1024 * 1024);
+    sim.push(queue, [{ big }, { n: 2 }], 'p1');
+    const ignores = script('ignores', 'process.exit(0);');
+    const first = await run(['--batch', '1'], [NODE, ignores], { timeoutMs: 60_000 });
+    assert.equal(first.code, 0, first.stderr);
+    assert.deepEqual(
+      ackElements().map((a) => a.status),
+      ['completed'],
+    );
+    sim.push(queue, [{ big }], 'p1');
+    const size = join(dir, `size-${count}`);
+    const reads = script(
+      'reads',
+      `const fs = require('node:fs');
+const lines = fs.readFileSync(0, 'utf8').trimEnd().split('\\n').map((l) => JSON.parse(l));
+fs.writeFileSync(${JSON.stringify(size)}, lines.map((m) => String(m.data.big ? m.data.big.length : 0)).join(','));`,
+    );
+    const second = await run(['--batch', '10'], [NODE, reads], { timeoutMs: 60_000 });
+    assert.equal(second.code, 0, second.stderr);
+    assert.equal(readFileSync(size, 'utf8'), `0,${big.length}`, 'every byte of every message, in order');
+    assert.equal(ackElements().length, 3);
+    assert.equal(pending(), 0);
+  });
+
+  it('refuses bad input before anything is sent: one line, exit 1', async () => {
+    queueWith(1);
+    const cases: Array<[string[], string[], RegExp]> = [
+      [['--batch', '0'], [NODE, '-e', '0'], /--batch takes a whole number from 1/],
+      [['--batches', '2', '--until-empty'], [NODE, '-e', '0'], /cannot be used with/],
+      [['--on-failure', 'completed'], [NODE, '-e', '0'], /--on-failure/],
+      [['-o', 'name'], [NODE, '-e', '0'], /-o name is not an output of lease run/],
+      [['--give-up-after', '0'], [NODE, '-e', '0'], /--give-up-after/],
+    ];
+    for (const [args, command, message] of cases) {
+      const result = await run(args, command);
+      assert.equal(result.code, 1, `${args.join(' ')}: ${result.stderr}`);
+      assert.match(result.stderr, message);
+      assert.equal(result.stderr.trimEnd().split('\n')[0]?.startsWith('queenctl: '), true, result.stderr);
+      assert.equal(result.stdout, '');
+    }
+    const noCommand = await runInProcess(['lease', 'run', queue, '--server', sim.url]);
+    assert.equal(noCommand.code, 1);
+    assert.match(noCommand.stderr, /^queenctl: lease run needs the command to run for each batch after --/);
+    const badName = await runInProcess(['lease', 'run', 'bad\u0007queue', '--server', sim.url, '--', NODE]);
+    assert.equal(badName.code, 1, badName.stderr);
+    assert.equal(requests('/api/v1/'), 0, 'nothing was sent');
+  });
+
+  it('nothing to take, or an unknown queue: exit 4, one line; --until-empty: exit 0, an empty event', async () => {
+    const unknown = await run([], [NODE, '-e', '0']);
+    assert.equal(unknown.code, 4, unknown.stderr);
+    assert.match(unknown.stderr, /^queenctl: nothing to take from queue jobs-\d+/);
+    assert.equal(unknown.stderr.trimEnd().split('\n').length, 1);
+    const empty = await run(['--until-empty', '-o', 'ndjson'], [NODE, '-e', '0']);
+    assert.equal(empty.code, 0, empty.stderr);
+    assert.deepEqual(
+      events(empty.stdout).map((e) => e.event),
+      ['empty'],
+    );
+    assert.equal(ackElements().length, 0);
+  });
+
+  it('a command that cannot start (127, 126) is acked retry, never completed; no further batch', async () => {
+    queueWith(3);
+    const missing = await run(['--batch', '1', '--batches', '3'], [join(dir, 'no-such-command')]);
+    assert.equal(missing.code, 127, missing.stderr);
+    let acks = ackElements();
+    assert.equal(acks.length, 1, 'one batch only');
+    assert.equal(acks[0]?.status, 'retry');
+    assert.match(acks[0]?.error ?? '', /could not be started \(ENOENT, status 127\)/);
+    sim.resetLog();
+    const notExecutable = join(dir, `plain-${count}.txt`);
+    writeFileSync(notExecutable, 'not a program', { mode: 0o644 });
+    const denied = await run(['--batch', '1'], [notExecutable]);
+    assert.equal(denied.code, 126, denied.stderr);
+    acks = ackElements();
+    assert.ok(acks.length === 1 && acks[0]?.status === 'retry');
+    assert.equal(pending(), 3, 'nothing was lost');
+  });
+
+  it('an ack refused for the lease exits 4 with one line', async () => {
+    queueWith(2);
+    // The command releases its own lease, as a second ack of the batch would, then succeeds.
+    const handler = script(
+      'releases',
+      `fetch(${JSON.stringify(sim.url)} + '/_sim/leases/' + encodeURIComponent(process.env.QUEEN_LEASE_ID),
+  { method: 'DELETE' }).then((r) => process.exit(r.ok ? 0 : 9));`,
+    );
+    const result = await run(['--batch', '10'], [NODE, handler]);
+    assert.equal(result.code, 4, result.stderr);
+    assert.match(result.stderr, /queenctl: 2 of 2 messages of lease \S+ were not acked: Invalid or expired lease/);
+    assert.equal(requests('/api/v1/ack/batch'), 1);
+  });
+
+  it('a broker that answers the pop but never the ack: exit 2, the ack sent once and never again', async () => {
+    queueWith(2);
+    sim.inject({ kind: 'until-abandoned', route: 'ack' });
+    const result = await run(['--batch', '10', '--timeout', '2s'], [NODE, '-e', '0']);
+    assert.equal(result.code, 2, result.stderr);
+    assert.match(result.stderr, /^queenctl: the ack of lease \S+ may or may not have landed: .*it was not sent again/m);
+    assert.equal(requests('/api/v1/ack/batch'), 1);
+    assert.ok(ackElements().every((a) => a.leaseId !== ''));
+  });
+
+  it('the first SIGTERM goes to the command, no further batch is taken; ended by it: acked retry', async () => {
+    queueWith(3);
+    const handler = waiter('signal', 0);
+    const running = startInProcess(
+      ['lease', 'run', queue, '--server', sim.url, '--batch', '1', '--batches', '3', '--', NODE, handler.path],
+      { timeoutMs: 60_000 },
+    );
+    try {
+      await until(() => existsSync(handler.started), 'the command to start');
+      running.kill('SIGTERM');
+      const result = await running.exited;
+      assert.equal(result.code, 143, result.stderr);
+      assert.ok(existsSync(handler.term), 'the command got SIGTERM');
+      const acks = ackElements();
+      assert.equal(acks.length, 1, 'one batch, no further one');
+      assert.equal(acks[0]?.status, 'retry');
+      assert.equal(requests('/api/v1/pop/'), 1);
+      assert.equal(pending(), 3);
+    } finally {
+      writeFileSync(handler.go, '');
+    }
+  });
+
+  it('a message that fails every time ends --until-empty after --give-up-after failures', async () => {
+    queueWith(1);
+    const fails = script('always', 'process.exit(5);');
+    const result = await run(['--until-empty', '--give-up-after', '3'], [NODE, fails]);
+    assert.equal(result.code, 5, result.stderr);
+    const acks = ackElements();
+    assert.deepEqual(
+      acks.map((a) => a.status),
+      ['retry', 'retry', 'retry'],
+    );
+    assert.match(result.stderr, /queenctl: no further batch: a message of lease \S+ has failed 3 times in this run/);
+    assert.equal(pending(), 1, 'it stays pending for the next consumer');
+  });
+
+  it('--batches n takes n batches one after another, and stops early when the queue is empty', async () => {
+    queueWith(5);
+    const ok = script('ok', 'process.stdin.resume();');
+    const two = await run(['--batch', '2', '--batches', '2', '-o', 'ndjson'], [NODE, ok]);
+    assert.equal(two.code, 0, two.stderr);
+    const taken = events(two.stdout).filter((e) => e.event === 'acquired');
+    assert.equal(taken.length, 2);
+    assert.notEqual(taken[0]?.leaseId, taken[1]?.leaseId);
+    assert.equal(pending(), 1);
+    const more = await run(['--batch', '2', '--batches', '5', '-o', 'ndjson'], [NODE, ok]);
+    assert.equal(more.code, 0, more.stderr);
+    assert.deepEqual(
+      events(more.stdout)
+        .map((e) => e.event)
+        .filter((name) => name === 'acquired' || name === 'acked' || name === 'empty'),
+      ['acquired', 'acked', 'empty'],
+    );
+    assert.equal(pending(), 0);
   });
 });

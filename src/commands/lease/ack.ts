@@ -197,7 +197,7 @@ function resultWords(result: AckResult, status: AckStatus): string {
  */
 export async function ackBatch(
   record: BatchRecord,
-  options: Pick<AckOptions, 'status' | 'error' | 'retry'> & { deadline?: number },
+  options: Pick<AckOptions, 'status' | 'error' | 'retry'> & { deadline?: number; stopRetries?: AbortSignal },
   runtime: AckRuntime,
   onRetry?: (message: string) => void,
 ): Promise<AckRecord> {
@@ -210,6 +210,7 @@ export async function ackBatch(
       clock,
       signal,
       ...(options.deadline !== undefined && { deadline: options.deadline }),
+      ...(options.stopRetries && { stopRetries: options.stopRetries }),
       onRetry: (error, attempt, delayMs) =>
         onRetry?.(
           `${error.message}; the ack never reached the broker: retry ${attempt}${of} in ${formatDuration(delayMs)}`,

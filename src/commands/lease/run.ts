@@ -267,6 +267,8 @@ class Consumer {
   private readonly hard = new AbortController();
   /** The supervisor's signal listener while a command runs (watch's relay goes to it). */
   private forward: ((signal: NodeJS.Signals) => void) | null = null;
+  /** Aborted by the first signal: an ack that never reached the broker is not tried again. */
+  private readonly soft = new AbortController();
   /** Aborts the watch of the current batch: a signal before its command started. */
   private watchAbort: AbortController | null = null;
   private phase: 'pop' | 'watch' | 'ack' | 'idle' = 'idle';
@@ -306,6 +308,7 @@ class Consumer {
   private onSignal(signal: NodeJS.Signals): void {
     const again = this.signalled !== null;
     this.signalled ??= signal;
+    this.soft.abort(signal);
     if (this.forward) this.forward(signal);
     else if (this.phase === 'watch') this.watchAbort?.abort(signal);
     if (again || this.phase === 'pop') this.hard.abort(signal);
@@ -450,6 +453,8 @@ class Consumer {
           // Only an ack that never reached the broker is sent again: while the lease may still be held.
           retry: { ...options.acquire.retry, retries: Number.POSITIVE_INFINITY },
           deadline: clock.now() + Math.max(0, options.acquire.seconds * 1000 - everyMs),
+          // A signal: the ack in flight may finish, but one that never reached the broker waits no more.
+          stopRetries: this.soft.signal,
         },
         { ...runtime, signal: this.hard.signal },
         (line) => this.warn(line),
@@ -482,7 +487,7 @@ class Consumer {
       await write(io.stderr, `queenctl: ${refusal}\n`);
       return { code: ExitCode.NotHeld, last: true };
     }
-    this.note(`acked ${acked.acked} message${acked.acked === 1 ? '' : 's'} of lease ${lease} ${status}`);
+    this.note(`acked ${acked.acked} message${acked.acked === 1 ? '' : 's'} of lease ${lease} as ${status}`);
     if (exit === null) return { code: signalExitCode(this.signalled), last: true };
     if (exit.status === 0) {
       for (const message of record.messages)
