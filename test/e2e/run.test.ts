@@ -470,4 +470,35 @@ fs.writeFileSync(${JSON.stringify(size)}, lines.map((m) => String(m.data.big ? m
     );
     assert.equal(pending(), 0);
   });
+
+  it('a signal while the ack cannot reach the broker: it is not tried again, exit 2, one line', async () => {
+    queueWith(2);
+    const front = await startTcpFront({ host: '127.0.0.1', port: sim.port });
+    const handler = waiter('unsent', 0);
+    const running = startInProcess(
+      ['lease', 'run', queue, '--server', front.url, '--batch', '10', '--', NODE, handler.path],
+      { timeoutMs: 60_000 },
+    );
+    const stop = new AbortController();
+    try {
+      await until(() => existsSync(handler.started), 'the command to start');
+      const refusing = front.refuse(new Promise((resolve) => stop.signal.addEventListener('abort', resolve)));
+      writeFileSync(handler.go, '');
+      await running.waitForStderr(/the ack never reached the broker/);
+      const retries = (text: string): number => text.match(/the ack never reached the broker: retry/g)?.length ?? 0;
+      const before = retries(running.stderr());
+      running.kill('SIGTERM');
+      const result = await running.exited;
+      assert.equal(retries(result.stderr), before, 'no try after the signal');
+      stop.abort();
+      await refusing;
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, /queenctl: the ack of lease \S+ never reached the broker .* not tried again/);
+      assert.equal(requests('/api/v1/ack/batch'), 0);
+    } finally {
+      stop.abort();
+      writeFileSync(handler.go, '');
+      await front.close();
+    }
+  });
 });
