@@ -234,7 +234,7 @@ if (fresh.length > 0) {
   process.exit(1);
 }`,
     );
-    const result = await run(['--batch', '100', '--until-empty', '-o', 'ndjson'], [NODE, handler], {
+    const result = await run(['--batch', '200', '--until-empty', '-o', 'ndjson'], [NODE, handler], {
       timeoutMs: 120_000,
     });
     // Several batches: the status of the first that was not acked completed.
@@ -500,5 +500,32 @@ fs.writeFileSync(${JSON.stringify(size)}, lines.map((m) => String(m.data.big ? m
       writeFileSync(handler.go, '');
       await front.close();
     }
+  });
+
+  it('a signal before the command started: it never starts, the batch is acked retry, exit 143', async () => {
+    queueWith(2);
+    const started = join(dir, `never-${count}.started`);
+    const handler = script('never', `require('node:fs').writeFileSync(${JSON.stringify(started)}, 'x');`);
+    // The renewal right after the pop is held, then answered; the watch's first renewal is held
+    // in its turn: the run is between taking the batch and starting the command.
+    sim.inject({ kind: 'hang', route: 'extend' });
+    const running = startInProcess(
+      ['lease', 'run', queue, '--server', sim.url, '--batch', '10', '-o', 'ndjson', '--', NODE, handler],
+      { timeoutMs: 60_000 },
+    );
+    await until(() => sim.heldCount().holding === 1, 'the renewal after the pop');
+    sim.clearFaults();
+    sim.inject({ kind: 'hang', route: 'extend' });
+    await running.waitForStdout(/"event":"acquired"/);
+    await until(() => sim.heldCount().holding === 1, "the watch's first renewal");
+    running.kill('SIGTERM');
+    const result = await running.exited;
+    sim.clearFaults();
+    assert.equal(result.code, 143, result.stderr);
+    assert.ok(!existsSync(started), 'the command never started');
+    const acks = ackElements();
+    assert.ok(acks.length === 2 && acks.every((a) => a.status === 'retry'), JSON.stringify(acks));
+    assert.match(acks[0]?.error ?? '', /before the command started/);
+    assert.equal(pending(), 2);
   });
 });
