@@ -234,7 +234,7 @@ if (fresh.length > 0) {
   process.exit(1);
 }`,
     );
-    const result = await run(['--batch', '100', '--until-empty', '-o', 'ndjson'], [NODE, handler], {
+    const result = await run(['--batch', '200', '--until-empty', '-o', 'ndjson'], [NODE, handler], {
       timeoutMs: 120_000,
     });
     // Several batches: the status of the first that was not acked completed.
@@ -469,5 +469,63 @@ fs.writeFileSync(${JSON.stringify(size)}, lines.map((m) => String(m.data.big ? m
       ['acquired', 'acked', 'empty'],
     );
     assert.equal(pending(), 0);
+  });
+
+  it('a signal while the ack cannot reach the broker: it is not tried again, exit 2, one line', async () => {
+    queueWith(2);
+    const front = await startTcpFront({ host: '127.0.0.1', port: sim.port });
+    const handler = waiter('unsent', 0);
+    const running = startInProcess(
+      ['lease', 'run', queue, '--server', front.url, '--batch', '10', '--', NODE, handler.path],
+      { timeoutMs: 60_000 },
+    );
+    const stop = new AbortController();
+    try {
+      await until(() => existsSync(handler.started), 'the command to start');
+      const refusing = front.refuse(new Promise((resolve) => stop.signal.addEventListener('abort', resolve)));
+      writeFileSync(handler.go, '');
+      await running.waitForStderr(/the ack never reached the broker/);
+      const retries = (text: string): number => text.match(/the ack never reached the broker: retry/g)?.length ?? 0;
+      const before = retries(running.stderr());
+      running.kill('SIGTERM');
+      const result = await running.exited;
+      assert.equal(retries(result.stderr), before, 'no try after the signal');
+      stop.abort();
+      await refusing;
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, /queenctl: the ack of lease \S+ never reached the broker .* not tried again/);
+      assert.equal(requests('/api/v1/ack/batch'), 0);
+    } finally {
+      stop.abort();
+      writeFileSync(handler.go, '');
+      await front.close();
+    }
+  });
+
+  it('a signal before the command started: it never starts, the batch is acked retry, exit 143', async () => {
+    queueWith(2);
+    const started = join(dir, `never-${count}.started`);
+    const handler = script('never', `require('node:fs').writeFileSync(${JSON.stringify(started)}, 'x');`);
+    // The renewal right after the pop is held, then answered; the watch's first renewal is held
+    // in its turn: the run is between taking the batch and starting the command.
+    sim.inject({ kind: 'hang', route: 'extend' });
+    const running = startInProcess(
+      ['lease', 'run', queue, '--server', sim.url, '--batch', '10', '-o', 'ndjson', '--', NODE, handler],
+      { timeoutMs: 60_000 },
+    );
+    await until(() => sim.heldCount().holding === 1, 'the renewal after the pop');
+    sim.clearFaults();
+    sim.inject({ kind: 'hang', route: 'extend' });
+    await running.waitForStdout(/"event":"acquired"/);
+    await until(() => sim.heldCount().holding === 1, "the watch's first renewal");
+    running.kill('SIGTERM');
+    const result = await running.exited;
+    sim.clearFaults();
+    assert.equal(result.code, 143, result.stderr);
+    assert.ok(!existsSync(started), 'the command never started');
+    const acks = ackElements();
+    assert.ok(acks.length === 2 && acks.every((a) => a.status === 'retry'), JSON.stringify(acks));
+    assert.match(acks[0]?.error ?? '', /before the command started/);
+    assert.equal(pending(), 2);
   });
 });

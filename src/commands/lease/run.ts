@@ -30,7 +30,7 @@ import { isJsonPath } from '../../output/format.js';
 import { escapeText } from '../../output/sanitise.js';
 import { tokenOnCommandLineHint, watchOutputMode, type WatchOutputMode } from '../../output/watch.js';
 import { errorMessage, warningMessage } from '../../output/words.js';
-import type { RetryPolicy } from '../../broker/retry.js';
+import { isTransient, type RetryPolicy } from '../../broker/retry.js';
 import { processGroupLauncher } from '../../watch/process-group.js';
 import type { ChildExit } from '../../watch/supervisor.js';
 import { flagParser, type GlobalContext, type Settings, type VerbProcess } from '../globals.js';
@@ -469,6 +469,15 @@ class Consumer {
         return { code: signalExitCode(this.hard.signal.reason), last: true };
       }
       if (!(caught instanceof QueenctlError)) throw caught;
+      if (this.soft.signal.aborted && isTransient(caught)) {
+        await write(
+          io.stderr,
+          `queenctl: the ack of lease ${lease} never reached the broker (${escapeText(caught.message)}), and ` +
+            `after ${this.signalled} it was not tried again: the batch comes back to the next pop once the lease ` +
+            `has expired\n`,
+        );
+        return { code: caught.exitCode, last: true };
+      }
       await write(io.stderr, errorMessage(caught));
       return { code: caught.exitCode, last: true };
     } finally {
