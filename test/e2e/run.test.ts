@@ -453,7 +453,8 @@ fs.writeFileSync(${JSON.stringify(size)}, lines.map((m) => String(m.data.big ? m
 
   it('--batches n takes n batches one after another, and stops early when the queue is empty', async () => {
     queueWith(5);
-    const ok = script('ok', 'process.stdin.resume();');
+    // Each command removes its batch file itself: no error, the next batch goes on.
+    const ok = script('ok', "process.stdin.resume(); require('node:fs').rmSync(process.env.QUEEN_BATCH_FILE);");
     const two = await run(['--batch', '2', '--batches', '2', '-o', 'ndjson'], [NODE, ok]);
     assert.equal(two.code, 0, two.stderr);
     const taken = events(two.stdout).filter((e) => e.event === 'acquired');
