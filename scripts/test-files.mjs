@@ -47,11 +47,10 @@ const GROUPS = [
     waits: true,
     files: ['watch', 'watch-scale', 'watch-outage', 'metrics'].map((name) => `e2e/${name}.test.js`),
   },
-  // lease run's commands and guardians are real processes: a group of its own, beside the others.
-  { name: 'e2e-run', waits: true, files: ['e2e/run.test.js'] },
   { name: 'unit', directory: /^unit\// },
   { name: 'reliability-and-tools', directory: /^(reliability|tools)\// },
-  { name: 'e2e', directory: /^e2e\// },
+  // lease run's commands and guardians are real processes, on the wall clock: files of their own.
+  { name: 'e2e', directory: /^e2e\//, alone: ['e2e/run.test.js', 'e2e/run-load.test.js'] },
   { name: 'docs', directory: /^docs\//, alone: ['docs/doctest.test.js'] },
 ];
 const member = (group, file) =>

@@ -15,7 +15,7 @@
  * come back for ever: once one has failed `--give-up-after` times in this run, no further batch
  * is taken (docs/cli-contract.md#lease-run says how a run ends).
  */
-import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
@@ -417,7 +417,8 @@ class Consumer {
     } finally {
       this.phase = 'idle';
       this.forward = null;
-      unlinkSync(file);
+      // The command may have removed it, or put a directory in its place: neither is an error.
+      rmSync(file, { force: true, recursive: true });
     }
     const lease = escapeText(record.leaseId);
     const { exit } = watched;
