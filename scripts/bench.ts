@@ -20,9 +20,13 @@
  *      connection attempts during it, time to renew the waiting leases after it, lapses (issue 12)
  *   7. watch with --metrics-address (issue 27): 10,000 leases with and without it, scraped every
  *      second: CPU per renewal, side by side (docs/metrics.md)
+ *   8. lease run (issue 32): `lease run --until-empty -- cat` emptying a queue of 2,000 messages in
+ *      batches of 10, against a bash loop of curl pop, the handler and curl ack (CURL_LOOP) doing
+ *      the same on a queue of its own: messages per second, and CPU per batch of the whole process
+ *      tree (each run's and its children's user + system time, from what the bench reaped)
  *
  * `--quick` runs a small version of each (CI keeps the script working with it; it judges no time).
- * `--only startup,bulk,renewal,watch,scale,metrics` runs some. Each section adds rows to one table; a new
+ * `--only startup,bulk,renewal,watch,scale,metrics,run` runs some. Each section adds rows to one table; a new
  * one is a function of (url, control) added to SECTIONS.
  *
  * `node dist/scripts/bench.js --raw-undici <url>` is the raw reference alone: it renews the lease
@@ -714,6 +718,166 @@ async function benchWatchOutage(url: string, control: SimulatorControl): Promise
   }
 }
 
+// --- issue 32: lease run against a shell loop of curl ------------------------------------------
+
+const LIFECYCLE = quick ? { messages: 100, batch: 10, runs: 1 } : { messages: 2_000, batch: 10, runs: 3 };
+const hasJq = spawnSync('jq', ['--version']).status === 0;
+
+/**
+ * The same work as `lease run <queue> --batch <n> --until-empty -- cat`, written as a user would
+ * in bash: pop a batch, hand its messages to the handler as lines of JSON, ack them all with the
+ * batch's lease id (never without it: docs/broker.md, "Ack") and check that every ack landed;
+ * until a pop finds nothing to take. Arguments: server, queue, batch size.
+ */
+const CURL_LOOP = `set -uo pipefail
+server=$1 queue=$2 batch=$3
+while :; do
+  popped=$(curl -sS --fail "$server/api/v1/pop/queue/$queue?batch=$batch") || exit 2
+  lease=$(jq -r 'if .success then .leaseId // empty else empty end' <<<"$popped")
+  [ -n "$lease" ] || break   # no_available_partition: the queue is empty
+  jq -c '.messages[]' <<<"$popped" | cat >/dev/null || exit 1   # the handler
+  jq -c --arg lease "$lease" '{consumerGroup, acknowledgments: [.messages[]
+      | {transactionId, partitionId, leaseId: $lease, status: "completed"}]}' <<<"$popped" |
+    curl -sS --fail -H 'content-type: application/json' --data-binary @- "$server/api/v1/ack/batch" |
+    jq -e 'all(.success)' >/dev/null || exit 4
+done
+`;
+
+interface DrainRun {
+  wallMs: number;
+  /** The whole tree's CPU: the run's own and that of every process it waited for. */
+  cpuMs: number;
+  /** The run's own process alone, sampled (the last 100 ms before its exit escape it). */
+  selfCpuMs: number;
+}
+
+/**
+ * One run that empties a queue: wall time, and the CPU (user + system) of its whole process
+ * tree, read as reapedChildrenCpuMs reads it: the run and every process it waited for (for
+ * lease run, the handlers and the guardian it starts with each; for the loop, each curl, jq and
+ * cat), nothing of the simulator, which runs on. Its own process's share is sampled from /proc.
+ */
+function drain(argv: string[]): Promise<DrainRun> {
+  const pinnedArgv = pinned(0, argv);
+  const cpuBefore = reapedChildrenCpuMs();
+  const started = performance.now();
+  const child = spawn(pinnedArgv[0] as string, pinnedArgv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+  let selfTicks = 0;
+  const sample = setInterval(() => {
+    try {
+      const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      selfTicks = Number(fields[11]) + Number(fields[12]); // utime + stime, USER_HZ 100
+    } catch {
+      // The process has just exited: the last sample stands.
+    }
+  }, 100);
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-2_000);
+  });
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearInterval(sample);
+      const wallMs = performance.now() - started;
+      const cpuMs = reapedChildrenCpuMs() - cpuBefore;
+      if (code !== 0) reject(new Error(`${argv.slice(0, 4).join(' ')}… exited ${code}: ${stderr.trim()}`));
+      else resolve({ wallMs, cpuMs, selfCpuMs: selfTicks * 10 });
+    });
+  });
+}
+
+/** A queue of its own, of `messages` messages on one partition, that a run must empty. */
+async function fillQueue(control: SimulatorControl, name: string, messages: number): Promise<void> {
+  await control.createQueue({ name, partitions: ['p1'], leaseTime: 60 });
+  for (let pushed = 0; pushed < messages; pushed += 500) {
+    const count = Math.min(500, messages - pushed);
+    await control.push(
+      name,
+      Array.from({ length: count }, (_, index) => ({ n: pushed + index, body: 'x'.repeat(64) })),
+      'p1',
+    );
+  }
+}
+
+async function assertDrained(control: SimulatorControl, name: string, what: string): Promise<void> {
+  const pending = (await control.queue(name))?.groups.__QUEUE_MODE__?.p1?.pending;
+  if (pending !== 0) throw new Error(`${what} left ${pending ?? 'all'} messages of ${name} pending`);
+}
+
+async function benchRun(url: string, control: SimulatorControl): Promise<void> {
+  const { messages, batch, runs } = LIFECYCLE;
+  const batches = Math.ceil(messages / batch);
+  const loop = mkdtempSync(join(tmpdir(), 'queenctl-bench-'));
+  const script = join(loop, 'curl-loop.sh');
+  writeFileSync(script, CURL_LOOP);
+  const queenctl: DrainRun[] = [];
+  const curl: DrainRun[] = [];
+  try {
+    // Alternated, so the machine's load drifting over the runs weighs on both alike.
+    for (let run = 0; run < runs; run++) {
+      const queue = `bench-run-${run}`;
+      await fillQueue(control, queue, messages);
+      const argv = [process.execPath, BIN, 'lease', 'run', queue, '--batch', String(batch), '--until-empty'];
+      queenctl.push(await drain([...argv, '-q', '--server', url, '--', 'cat']));
+      await assertDrained(control, queue, 'lease run --until-empty');
+      if (!hasCurl || !hasJq) continue;
+      const looped = `bench-loop-${run}`;
+      await fillQueue(control, looped, messages);
+      curl.push(await drain(['bash', script, url, looped, String(batch)]));
+      await assertDrained(control, looped, 'the curl loop');
+    }
+  } finally {
+    rmSync(loop, { recursive: true, force: true });
+  }
+  const perBatch = median(queenctl.map((run) => run.cpuMs)) / batches;
+  const selfPerBatch = median(queenctl.map((run) => run.selfCpuMs)) / batches;
+  const rate = messages / (median(queenctl.map((run) => run.wallMs)) / 1000);
+  const measure = `lease run --until-empty, ${messages} messages, batch ${batch}, handler cat, median of ${runs}`;
+  const how = 'CPU: user + sys of the process tree, from the reaped children';
+  if (curl.length === 0) {
+    rows.push({
+      measure: `${measure}: CPU per batch, msgs/s`,
+      queenctl: `${fmtMs(perBatch)} per batch, ${rate.toFixed(0)} msgs/s (${how})`,
+      reference: `no ${hasCurl ? 'jq' : 'curl'}: the curl loop was not run`,
+      ratio: '-',
+      target: '-',
+      met: '-',
+    });
+    return;
+  }
+  const loopPerBatch = median(curl.map((run) => run.cpuMs)) / batches;
+  const loopRate = messages / (median(curl.map((run) => run.wallMs)) / 1000);
+  const reference = 'bash loop: curl pop, jq, cat, jq, curl ack with the lease id, jq';
+  rows.push({
+    measure: `${measure}, CPU per batch (${how})`,
+    queenctl: fmtMs(perBatch),
+    reference: `${reference}: ${fmtMs(loopPerBatch)}`,
+    ratio: `${(perBatch / loopPerBatch).toFixed(2)}x`,
+    target: '<= 0.33x',
+    met: perBatch / loopPerBatch <= 1 / 3 ? 'yes' : 'no',
+  });
+  rows.push({
+    measure: `${measure}, throughput`,
+    queenctl: `${rate.toFixed(0)} msgs/s`,
+    reference: `${reference}: ${loopRate.toFixed(0)} msgs/s`,
+    ratio: `${(rate / loopRate).toFixed(2)}x`,
+    target: '>= 2x',
+    met: rate / loopRate >= 2 ? 'yes' : 'no',
+  });
+  // Where queenctl's CPU goes: its own process, and its children (per batch, a guardian Node.js
+  // process, src/watch/guardian.ts, and the handler), against the whole loop.
+  rows.push({
+    measure: `${measure}, CPU per batch of the queenctl process alone (sampled)`,
+    queenctl: `${fmtMs(selfPerBatch)}; its children (a guardian and cat per batch): ${fmtMs(perBatch - selfPerBatch)}`,
+    reference: `${reference}: ${fmtMs(loopPerBatch)}`,
+    ratio: `${(selfPerBatch / loopPerBatch).toFixed(2)}x`,
+    target: '-',
+    met: '-',
+  });
+}
+
 // --- issue 27: what --metrics-address costs ----------------------------------------------------
 
 /**
@@ -834,12 +998,14 @@ const SECTIONS: Array<[string, (url: string, control: SimulatorControl) => Promi
   ['scale', benchWatchSlowBroker],
   ['scale', benchWatchOutage],
   ['metrics', benchMetrics],
+  ['run', benchRun],
 ];
 const OWN_SIMULATOR = new Set<(url: string, control: SimulatorControl) => Promise<void>>([
   benchRenewal,
   benchWatchSlowBroker,
   benchWatchOutage,
   benchMetrics,
+  benchRun,
 ]);
 
 const sim = await startSimulator();
@@ -866,6 +1032,7 @@ const machine = [
   `${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} CPUs, Node ${process.version}`,
   canPin ? ', pinned with taskset' : ', not pinned (no taskset)',
   hasCurl ? '' : ', no curl: curl rows skipped',
+  hasJq ? '' : ', no jq: the curl loop of lease run skipped',
 ].join('');
 const quickNote = quick ? "Quick run (smoke test sizes; the figures are not the targets' measurements). " : '';
 const report = `${table()}\n\n${quickNote}Machine: ${machine}. ${new Date().toISOString().slice(0, 10)}.\n`;

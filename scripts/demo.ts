@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { mintTourScene, startSimulator, type Simulator } from '../tools/simulator/index.js';
 
@@ -26,17 +27,48 @@ function step(title: string, explanation: string): void {
   process.stdout.write(`\n${bold(`── ${title}`)}\n${dim(explanation)}\n`);
 }
 
-/** Runs a shell snippet with inherited output; the simulator keeps answering meanwhile. */
-function run(snippet: string, env: NodeJS.ProcessEnv): Promise<number> {
+/** Steps whose command did not exit as the demo says it does: the demo then exits 1. */
+const untrue: string[] = [];
+
+/**
+ * Runs a shell snippet with inherited output, in the demo's scratch directory (a batch file
+ * written there is gone after the demo); the simulator keeps answering meanwhile. `expected` is
+ * the exit status the step's text promises: any other is reported, and fails the demo.
+ */
+function run(snippet: string, env: NodeJS.ProcessEnv, expected = 0): Promise<number> {
   process.stdout.write(`${bold('$')} ${snippet}\n`);
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', snippet], { env, stdio: 'inherit' });
+    const child = spawn('bash', ['-c', snippet], { env, cwd: scratch, stdio: 'inherit' });
     child.on('error', reject);
     child.on('close', (code) => {
       process.stdout.write(dim(`[exit ${code}]\n`));
+      if (code !== expected) {
+        untrue.push(`${snippet.split('\n')[0]}: exit ${code}, where the demo says ${expected}`);
+        process.stdout.write(`demo: this exit status should have been ${expected}\n`);
+      }
       resolve(code ?? 1);
     });
   });
+}
+
+/**
+ * Expires, `afterMs` after it was first renewed, the lease of the first renewal the simulator
+ * gets from now on: the lease a run took (run renews a batch's lease before it starts the
+ * command). Stops looking when `stop` is aborted.
+ */
+async function expireNextLease(sim: Simulator, afterMs: number, stop: AbortSignal): Promise<void> {
+  const since = sim.log.length;
+  while (!stop.aborted) {
+    const leaseId = sim.log.slice(since).find((entry) => entry.leaseId !== null)?.leaseId;
+    if (leaseId) {
+      await delay(afterMs, undefined, { signal: stop }).then(
+        () => sim.expire(leaseId),
+        () => {},
+      );
+      return;
+    }
+    await delay(50);
+  }
 }
 
 async function demo(sim: Simulator, env: NodeJS.ProcessEnv): Promise<void> {
@@ -52,7 +84,8 @@ async function demo(sim: Simulator, env: NodeJS.ProcessEnv): Promise<void> {
   process.stdout.write(
     dim(
       `$LEASE3 holds queue invoices, partition x, for 60 s; $LEASE, orders p6 and p7 (queue mode), 120 s;\n` +
-        `$LEASE2, orders p7 for consumer group billing, 300 s; $DEAD was acked.\n`,
+        `$LEASE2, orders p7 for consumer group billing, 300 s; $DEAD was acked.\n` +
+        `Queue jobs holds four messages (three in partition p1, one in p2), queue emails three.\n`,
     ),
   );
 
@@ -78,7 +111,7 @@ async function demo(sim: Simulator, env: NodeJS.ProcessEnv): Promise<void> {
     '4. A lease that is gone',
     'The batch was acked (or the lease expired): the broker answers HTTP 200 with renewed 0. queenctl exits 4.',
   );
-  await run('queenctl lease extend "$DEAD" -o table', env);
+  await run('queenctl lease extend "$DEAD" -o table', env, 4);
 
   step(
     '5. Machine output for scripts',
@@ -87,6 +120,7 @@ async function demo(sim: Simulator, env: NodeJS.ProcessEnv): Promise<void> {
   await run(
     `printf '%s\\n' "$LEASE" "$LEASE2" lost-lease-id "$LEASE3" | queenctl lease extend - -o ndjson 2>/dev/null`,
     env,
+    4,
   );
   await run(
     `queenctl lease extend "$LEASE" -q
@@ -105,7 +139,7 @@ esac`,
     'Older brokers answer with an array; queenctl maps it to the same six keys (renewed is 1 or 0) ' +
       'and shows their reason.',
   );
-  await run('queenctl lease extend "$LEASE2" lost-lease-id -o wide', env);
+  await run('queenctl lease extend "$LEASE2" lost-lease-id -o wide', env, 4);
   sim.setShape('documented');
 
   step(
@@ -143,14 +177,51 @@ esac`,
   // The loop's stderr goes to /dev/null: the shell reports the `sleep` that SIGTERM ended as a
   // bare "Terminated" there, which reads as if queenctl had been killed (issue 33).
   const stoppable = `sh -c 'trap "echo job: stopping cleanly; exit 143" TERM; while :; do sleep 0.2; done 2>/dev/null'`;
-  await run(`queenctl lease watch ${doomed} --seconds 6 --every 1s -- ${stoppable}`, env);
+  await run(`queenctl lease watch ${doomed} --seconds 6 --every 1s -- ${stoppable}`, env, 4);
   clearTimeout(release);
 
+  step(
+    '11. Take a batch, then ack it',
+    'acquire pops up to --batch messages of queue jobs with a lease and writes the batch record; ack acks ' +
+      'every message with its lease id, which releases the lease. A second ack is refused: exit 4.',
+  );
+  await run('queenctl lease acquire jobs --batch 10 -o json > batch.json', env);
+  await run('queenctl lease ack batch.json -o table', env);
+  await run('queenctl lease ack batch.json -o table', env, 4);
+
+  step(
+    '12. A consumer in one line',
+    'run takes a batch, gives the command its messages on stdin (one JSON object per line), renews the lease ' +
+      'while it runs and acks completed when it exits 0; --until-empty goes on until a pop finds nothing.',
+  );
+  await run(`queenctl lease run emails --batch 2 --until-empty -- grep -o '"to":"[^"]*"'`, env);
+
+  sim.createQueue({ name: 'reports', partitions: ['p1'], leaseTime: 120 });
+  sim.push('reports', [{ report: 'monthly' }], 'p1');
+  step(
+    '13. A run whose lease is lost',
+    'The demo expires the lease 2 s after run took it, as if the job had outlived its lease: run stops the ' +
+      'command (SIGTERM to its process group), acks nothing and exits 4. The message goes to the next pop.',
+  );
+  const ran = new AbortController();
+  const expiring = expireNextLease(sim, 2_000, ran.signal);
+  const report =
+    `sh -c 'trap "echo report: stopping cleanly; exit 143" TERM; echo "report: started"; ` +
+    `while :; do sleep 0.2; done 2>/dev/null'`;
+  await run(`queenctl lease run reports --every 1s -- ${report}`, env, 4);
+  ran.abort();
+  await expiring;
+  await run('queenctl lease acquire reports -o table', env);
+
   process.stdout.write(`\n${bold('Done.')} Next: npm test, and queenctl lease --help.\n`);
+  if (untrue.length > 0) {
+    process.stderr.write(`demo: ${untrue.length} step(s) did not exit as shown:\n  ${untrue.join('\n  ')}\n`);
+    process.exitCode = 1;
+  }
 }
 
 const sim = await startSimulator();
-const { dir, path } = pathWithQueenctl();
+const { dir: scratch, path } = pathWithQueenctl();
 try {
   await demo(sim, {
     ...process.env,
@@ -161,5 +232,5 @@ try {
   });
 } finally {
   await sim.close();
-  rmSync(dir, { recursive: true, force: true });
+  rmSync(scratch, { recursive: true, force: true });
 }

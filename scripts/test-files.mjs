@@ -32,7 +32,7 @@ const GROUPS = [
   {
     name: 'process-1',
     waits: true,
-    files: ['package', 'signals', 'list', 'output', 'tty', 'guardian', 'cache-trust'].map(
+    files: ['package', 'signals', 'list', 'output', 'tty', 'guardian', 'cache-trust', 'run'].map(
       (name) => `process/${name}.test.js`,
     ),
   },
@@ -50,9 +50,10 @@ const GROUPS = [
   },
   { name: 'unit', directory: /^unit\// },
   { name: 'reliability-and-tools', directory: /^(reliability|tools)\// },
-  // The live views' tests watch hundreds of leases on a fake clock: in a process of their own, so
-  // the e2e group does not wait for them.
-  { name: 'e2e', directory: /^e2e\//, alone: ['e2e/live-views.test.js'] },
+  // The live views' tests watch hundreds of leases on a fake clock, and lease run's commands and
+  // guardians are real processes on the wall clock: files of their own, so the e2e group does not
+  // wait for them.
+  { name: 'e2e', directory: /^e2e\//, alone: ['e2e/live-views.test.js', 'e2e/run.test.js', 'e2e/run-load.test.js'] },
   { name: 'docs', directory: /^docs\//, alone: ['docs/doctest.test.js'] },
 ];
 const member = (group, file) =>

@@ -64,6 +64,10 @@ export interface RetryContext {
   /** Called before each wait, so callers can say what is happening. */
   onRetry?: (error: BrokerError, attempt: number, delayMs: number) => void;
   random?: () => number;
+  /** Clock time after which no further try is made: a wait that would end past it ends the retries. */
+  deadline?: number;
+  /** Aborted: no further try, and a wait for one ends (what is in flight is left to `signal`). */
+  stopRetries?: AbortSignal;
 }
 
 export async function withRetries<T>(
@@ -76,10 +80,25 @@ export async function withRetries<T>(
       return await attempt();
     } catch (error) {
       if (!isTransient(error) || tries > policy.retries || context.signal?.aborted) throw error;
+      if (context.stopRetries?.aborted) throw error;
       const delayMs = retryWaitMs(error as BrokerError, tries, policy, context.random);
       if (delayMs === null) throw tooLongToWait(error as BrokerError, policy);
+      if (context.deadline !== undefined && context.clock.now() + delayMs > context.deadline) throw error;
       context.onRetry?.(error as BrokerError, tries, delayMs);
-      await context.clock.sleep(delayMs, context.signal);
+      const { stopRetries, signal } = context;
+      if (!stopRetries) {
+        await context.clock.sleep(delayMs, signal);
+        continue;
+      }
+      const wait = signal ? AbortSignal.any([signal, stopRetries]) : stopRetries;
+      const stopped = await context.clock.sleep(delayMs, wait).then(
+        () => false,
+        (reason: unknown) => {
+          if (signal?.aborted) throw reason;
+          return true;
+        },
+      );
+      if (stopped) throw error;
     }
   }
 }

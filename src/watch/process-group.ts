@@ -10,6 +10,7 @@
 import type { ChildProcess, SpawnOptions, StdioOptions } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
+import type { Writable } from 'node:stream';
 import { GUARDIAN_ARG, GUARDIAN_ENV, groupMessage, guardCommandGroup, RELEASE_MESSAGE } from './guardian.js';
 import type { ChildExit, Launch, LaunchedCommand, LaunchSpec } from './supervisor.js';
 
@@ -54,7 +55,8 @@ async function launchGuarded(spec: LaunchSpec, guardian: ChildProcess): Promise<
   // with a command needs it.
   const { spawn } = await import('node:child_process');
   return new Promise((resolve) => {
-    const stdio: StdioOptions = spec.stdoutToStderr ? ['inherit', 2, 'inherit'] : 'inherit';
+    const stdin = spec.input ? 'pipe' : 'inherit';
+    const stdio: StdioOptions = [stdin, spec.stdoutToStderr ? 2 : 'inherit', 'inherit'];
     const child: ChildProcess = spawn(spec.command, [...spec.args], { stdio, detached: true, env: spec.env });
     // At once, in the same turn as the start: the group is named before queenctl can die.
     if (child.pid !== undefined) guardian.stdin?.write(groupMessage(child.pid, spec.killAfterMs));
@@ -62,8 +64,39 @@ async function launchGuarded(spec: LaunchSpec, guardian: ChildProcess): Promise<
       releaseGuardian(guardian);
       resolve({ status: error.code === 'ENOENT' ? 127 : 126, code: null, signal: null, startError: error });
     });
-    child.once('spawn', () => resolve(new ProcessGroup(child, guardian)));
+    child.once('spawn', () => {
+      if (spec.input && child.stdin) void feed(child.stdin, spec.input);
+      resolve(new ProcessGroup(child, guardian));
+    });
   });
+}
+
+/**
+ * Writes the command's input with backpressure (a chunk only once the pipe drained the last), then
+ * closes it. A command that reads none of it, or exits before the end, closes the pipe: EPIPE,
+ * and the rest is dropped, never an error of queenctl's and never a wait on a reader gone.
+ */
+async function feed(stdin: Writable, chunks: readonly string[]): Promise<void> {
+  let gone = false;
+  const stop = (): void => {
+    gone = true;
+  };
+  stdin.on('error', stop); // EPIPE, ECONNRESET: the reader went away
+  stdin.once('close', stop);
+  for (const chunk of chunks) {
+    if (gone) return;
+    if (stdin.write(chunk)) continue;
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        stdin.off('drain', done);
+        stdin.off('close', done);
+        resolve();
+      };
+      stdin.once('drain', done);
+      stdin.once('close', done);
+    });
+  }
+  if (!gone) stdin.end();
 }
 
 /** Starts a guardian, waiting for nothing: resolves with it, or with why the command cannot run. */

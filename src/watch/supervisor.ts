@@ -23,6 +23,11 @@ export interface LaunchSpec {
    * at once and SIGKILL this long after, from outside queenctl (guardian.ts).
    */
   killAfterMs: number;
+  /**
+   * Written to the command's standard input, one chunk after another, then its end (`lease
+   * run`: the batch's messages, one JSON line each). Undefined: stdin is inherited.
+   */
+  input?: readonly string[];
 }
 
 /** How the command ended, and the status a shell would report for it. */
@@ -92,6 +97,10 @@ export interface SupervisorOptions {
   env: NodeJS.ProcessEnv;
   killAfterMs: number;
   stdoutToStderr: boolean;
+  /** Set in the command's environment beside the lease ids (`lease run`: the queue, the batch file). */
+  extraEnv?: Readonly<Record<string, string>>;
+  /** The command's standard input (LaunchSpec.input); undefined: inherited. */
+  input?: readonly string[];
 }
 
 export interface SupervisorPorts {
@@ -197,7 +206,9 @@ export class CommandSupervisor {
     const release = this.ports.relaySignals(forward);
     try {
       const env = this.childEnv();
-      const launched = await this.ports.launch({ command, args, env, stdoutToStderr, killAfterMs });
+      const { input } = this.options;
+      const spec: LaunchSpec = { command, args, env, stdoutToStderr, killAfterMs, ...(input && { input }) };
+      const launched = await this.ports.launch(spec);
       if (!('exited' in launched)) {
         this.state = 'ended';
         this.observer.notice({ kind: 'start-failed', exit: launched });
@@ -264,7 +275,7 @@ export class CommandSupervisor {
   /** The command's environment: the lease ids and expiry, never the token (docs/cli-contract.md). */
   private childEnv(): NodeJS.ProcessEnv {
     const { leaseIds } = this.options;
-    const env: NodeJS.ProcessEnv = { ...this.options.env };
+    const env: NodeJS.ProcessEnv = { ...this.options.env, ...this.options.extraEnv };
     delete env.QUEEN_TOKEN;
     env.QUEEN_LEASE_ID = leaseIds[0];
     env.QUEEN_LEASE_IDS = leaseIds.join(' ');

@@ -100,7 +100,7 @@ describe('queenctl help <group> <verb>', { concurrency: true }, () => {
     assert.equal(verb.code, 1);
     assert.match(
       verb.stderr,
-      /unknown command "extnd" for "queenctl lease"\n {2}.*: extend, inspect, list, watch, acquire, ack\n/,
+      /unknown command "extnd" for "queenctl lease"\n {2}.*: extend, inspect, list, watch, acquire, ack, run\n/,
     );
   });
 

@@ -266,7 +266,7 @@ words=(queenctl lease extend -o ''); CURRENT=5; _queenctl`;
       ['queenctl', 'help', 'lease', 'extend', ''],
     ]);
     assert.deepEqual(top, ['completion', 'config', 'lease', 'ping', 'version']);
-    assert.deepEqual(lease, ['ack', 'acquire', 'extend', 'inspect', 'list', 'watch']);
+    assert.deepEqual(lease, ['ack', 'acquire', 'extend', 'inspect', 'list', 'run', 'watch']);
     assert.deepEqual(config, ['use-context']);
     assert.deepEqual(extend, []);
   });

@@ -1,19 +1,31 @@
 /**
  * The benchmark keeps working: its quick version runs end to end and prints every row measured
- * against a reference (start-up of each kind of run, bulk against raw undici, watch). It judges
+ * against a reference (start-up of each kind of run, bulk against raw undici, watch, lease run
+ * against a loop of curl). It judges
  * no time (issue 6): the figures of a quick run on a shared machine mean nothing, only that each
  * row is there.
  *
  * Left out of `npm test` (it takes 10 s or more of a 2-core machine): `npm run test:slow` runs it.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { runProcess } from '../support/cli.js';
 
 const BENCH = fileURLToPath(new URL('../../scripts/bench.js', import.meta.url));
+/** The bench's curl loop needs jq (scripts/bench.ts, CURL_LOOP); without it, it says so. */
+const hasJq = spawnSync('jq', ['--version']).status === 0;
+const RUN = String.raw`\| lease run --until-empty, \d+ messages, batch 10, handler cat, median of \d+`;
+const RUN_ROWS = [
+  new RegExp(
+    String.raw`${RUN}, CPU per batch .*\| [\d.]+ ms \| bash loop: curl pop, .*: [\d.]+ ms \| [\d.]+x \| <= 0\.33x \|`,
+  ),
+  new RegExp(String.raw`${RUN}, throughput \| \d+ msgs/s \| bash loop: .*: \d+ msgs/s \| [\d.]+x \| >= 2x \|`),
+  new RegExp(String.raw`${RUN}, CPU per batch of the queenctl process alone \(sampled\) \| [\d.]+ ms; its children`),
+];
 
-it('npm run bench --quick measures start-up, bulk extend and watch', { timeout: 180_000 }, async () => {
+it('npm run bench --quick measures start-up, bulk extend, watch and lease run', { timeout: 180_000 }, async () => {
   const { code, stdout, stderr } = await runProcess(process.execPath, [BENCH, '--quick'], {
     exit: 0,
     timeoutMs: 170_000,
@@ -29,6 +41,7 @@ it('npm run bench --quick measures start-up, bulk extend and watch', { timeout: 
     /\| bulk extend, peak RSS \|/,
     /\| watch, \d+ leases every 2 s for \d+ s, CPU per renewal \| [\d.]+ ms \(\d+ renewals, exit 0\) \|/,
     /\| watch, \d+ leases, .* \| exit 0, 0 lapses/,
+    ...(hasJq ? RUN_ROWS : [/\| lease run --until-empty, .* \| no jq: the curl loop was not run \|/]),
   ]) {
     assert.match(stdout, row);
   }

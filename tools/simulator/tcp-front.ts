@@ -10,8 +10,11 @@ export interface TcpFront {
   readonly url: string;
   /** Connections accepted so far (refused ones never reach it). */
   readonly accepted: number;
-  /** Refuses connections for `ms` and cuts the open ones; resolves once it listens again. */
-  refuse(ms: number): Promise<void>;
+  /**
+   * Refuses connections for `ms` (or until the promise settles: an outage that lasts until a
+   * test has seen what it waits for) and cuts the open ones; resolves once it listens again.
+   */
+  refuse(ms: number | Promise<unknown>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -60,7 +63,8 @@ export async function startTcpFront(target: { host: string; port: number }): Pro
     },
     async refuse(ms) {
       await stop();
-      await delay(ms);
+      if (typeof ms === 'number') await delay(ms);
+      else await ms.catch(() => {});
       // The port was free for a while: an outgoing connection may hold it as its own for a moment.
       for (;;) {
         if (closing) return;

@@ -197,21 +197,23 @@ function resultWords(result: AckResult, status: AckStatus): string {
  */
 export async function ackBatch(
   record: BatchRecord,
-  options: Pick<AckOptions, 'status' | 'error' | 'retry'>,
+  options: Pick<AckOptions, 'status' | 'error' | 'retry'> & { deadline?: number; stopRetries?: AbortSignal },
   runtime: AckRuntime,
   onRetry?: (message: string) => void,
 ): Promise<AckRecord> {
   const { client, clock, signal } = runtime;
+  const of = Number.isFinite(options.retry.retries) ? ` of ${options.retry.retries}` : '';
   const results = await withRetries(
     () => client.ackBatch(record, options.status, options.error, { signal }),
     options.retry,
     {
       clock,
       signal,
+      ...(options.deadline !== undefined && { deadline: options.deadline }),
+      ...(options.stopRetries && { stopRetries: options.stopRetries }),
       onRetry: (error, attempt, delayMs) =>
         onRetry?.(
-          `${error.message}; the ack never reached the broker: retry ${attempt} of ${options.retry.retries} in ` +
-            `${formatDuration(delayMs)}`,
+          `${error.message}; the ack never reached the broker: retry ${attempt}${of} in ${formatDuration(delayMs)}`,
         ),
     },
   );
@@ -237,20 +239,26 @@ export async function runAck(options: AckOptions, runtime: AckRuntime): Promise<
     return signalExitCode(signal.reason);
   }
   await printAck(acked, options, runtime);
+  const refusal = ackRefusal(acked);
+  if (refusal === null) return ExitCode.Ok;
+  await write(io.stderr, `queenctl: ${refusal}\n`);
+  return ExitCode.NotHeld;
+}
+
+/** What the broker refused of an ack, in one line without its `queenctl: `; null: nothing refused. */
+export function ackRefusal(acked: AckRecord): string | null {
   const refused = acked.results.filter((result) => !result.success);
-  if (refused.length === 0) return ExitCode.Ok;
+  if (refused.length === 0) return null;
   const forLease = refused.filter(refusedForLease).length;
   const why =
     forLease > 0
       ? `Invalid or expired lease: it expired, was released (by an ack or a retry) or is another consumer ` +
         `group's; the cursor did not move, and the batch belongs to whoever claims it next: do not ack it again`
       : `${shortened(refused[0]?.error ?? 'no reason given', 120)}`;
-  await write(
-    io.stderr,
-    `queenctl: ${refused.length} of ${acked.results.length} messages of lease ${escapeText(record.leaseId)} were ` +
-      `not acked: ${why}\n`,
+  return (
+    `${refused.length} of ${acked.results.length} messages of lease ${escapeText(acked.leaseId)} were ` +
+    `not acked: ${why}`
   );
-  return ExitCode.NotHeld;
 }
 
 async function printAck(acked: AckRecord, options: AckOptions, runtime: Pick<AckRuntime, 'io'>): Promise<void> {

@@ -9,6 +9,7 @@ import { acquireCommand } from './acquire.js';
 import { extendCommand } from './extend.js';
 import { inspectCommand } from './inspect.js';
 import { listCommand } from './list.js';
+import { runCommand } from './run.js';
 import { watchCommand } from './watch.js';
 
 const VERBS: Array<(globals: GlobalContext) => Command> = [
@@ -18,11 +19,12 @@ const VERBS: Array<(globals: GlobalContext) => Command> = [
   watchCommand,
   acquireCommand,
   ackCommand,
+  runCommand,
 ];
 
 export function leaseCommand(globals: GlobalContext): Command {
   const lease = new Command('lease')
-    .description('extend, inspect, list and watch broker leases; take a batch and ack it')
+    .description('extend, inspect, list and watch broker leases; take a batch and ack it, or run a consumer')
     .addHelpText(
       'after',
       `
@@ -31,7 +33,8 @@ Examples:
   queenctl lease inspect "$LEASE" -o json
   queenctl lease list --queue orders --partition p7
   queenctl lease watch "$LEASE" -- ./process-batch.sh
-  queenctl lease acquire orders --batch 10 -o json > batch.json && queenctl lease ack batch.json`,
+  queenctl lease acquire orders --batch 10 -o json > batch.json && queenctl lease ack batch.json
+  queenctl lease run orders --batch 10 --until-empty -- ./process-batch.sh`,
     );
   // As lease.command() would: a verb built on its own takes the group's settings (help after an error).
   for (const verb of VERBS) lease.addCommand(verb(globals).copyInheritedSettings(lease));

@@ -44,7 +44,7 @@ import { CONCURRENCY_CEILING } from '../../renewal/concurrency.js';
 import type { WatchEvent } from '../../renewal/events.js';
 import { RenewalScheduler, defaultEveryMs, safetyMarginMs, type WatchSummary } from '../../renewal/scheduler.js';
 import { processGroupLauncher } from '../../watch/process-group.js';
-import { CommandSupervisor, type Launch, type SupervisorNotice } from '../../watch/supervisor.js';
+import { CommandSupervisor, type ChildExit, type Launch, type SupervisorNotice } from '../../watch/supervisor.js';
 import { flagParser, type GlobalContext, type Settings, type VerbProcess } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { allowEmptyOption, durationOption, exitCodesHelp, LEASE_IDS_ARGUMENT, secondsOption } from './options.js';
@@ -74,6 +74,20 @@ export interface WatchOptions {
   metricsPerLease?: boolean;
   /** --allow-empty: `-` reading no id is nothing to watch (exit 0, no command started). */
   allowEmpty?: boolean;
+  /** Set in the command's environment too (`lease run`: the queue, group, partitions, batch file). */
+  childEnv?: Readonly<Record<string, string>>;
+  /** The command's standard input, chunk by chunk (`lease run`: the messages); else inherited. */
+  childInput?: readonly string[];
+}
+
+/** How a watch with a command ended: its status, and how the command ended if it did by itself. */
+export interface WatchedCommand {
+  status: number;
+  /**
+   * The command's own end (its exit, or why it could not start); null when it was stopped for a
+   * lost lease, or never started (the lease was gone first, or a signal came before it).
+   */
+  exit: ChildExit | null;
 }
 
 export const DEFAULT_KILL_AFTER_MS = 10_000;
@@ -222,6 +236,21 @@ Examples:
     );
 }
 
+/**
+ * One watch of leases already taken with a command (`lease run`, a batch at a time): the same
+ * renewal and supervision as `lease watch -- command`, and how the command ended.
+ */
+export async function watchWithCommand(
+  leaseIds: string[],
+  options: WatchOptions & { command: readonly [string, ...string[]] },
+  runtime: Runtime,
+  ports: WatchPorts,
+): Promise<WatchedCommand> {
+  const watch = new Watch(leaseIds, options, runtime, ports);
+  const status = await watch.run();
+  return { status, exit: watch.childExit };
+}
+
 /** Everything `--` must not be, checked before anything is sent. */
 export function checkCommand(options: Pick<WatchOptions, 'command' | 'forMs'>): void {
   if (options.command === null) return;
@@ -305,6 +334,8 @@ class Watch {
   private crashed: { error: unknown } | null = null;
   private readonly forTimer = new AbortController();
   private readonly env: NodeJS.ProcessEnv;
+  /** How the command ended by itself, or could not start; null otherwise. */
+  childExit: ChildExit | null = null;
 
   constructor(
     private readonly leaseIds: string[],
@@ -342,6 +373,8 @@ class Watch {
           env: ports.env,
           killAfterMs: options.killAfterMs,
           stdoutToStderr: printsEvents(options.output),
+          ...(options.childEnv && { extraEnv: options.childEnv }),
+          ...(options.childInput && { input: options.childInput }),
         },
         { launch: ports.launch, clock: runtime.clock, relaySignals: ports.relaySignals },
         this.scheduler,
@@ -447,6 +480,7 @@ class Watch {
       case 'not-started':
         return renderer.note(childNotStartedNote(command));
       case 'start-failed':
+        this.childExit = notice.exit;
         return renderer.error(childStartFailed(command, notice.exit));
       case 'forwarded':
         return renderer.note(forwardedNote(notice.signal, command, killAfterMs));
@@ -455,6 +489,7 @@ class Watch {
       case 'killed':
         return renderer.error(killedAfterNote(command, killAfterMs));
       case 'exited':
+        this.childExit = notice.exit;
         return renderer.note(childExitedNote(command, notice.exit));
       case 'leftover':
         return renderer.note(leftoverNote(command, killAfterMs));

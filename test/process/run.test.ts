@@ -1,0 +1,78 @@
+/**
+ * `queenctl lease run` as a process, where the process is the point: queenctl killed by SIGKILL
+ * while the command runs (as the OOM killer does). The guardian (src/watch/guardian.ts) stops the
+ * command's process group all the same, and nothing is acked: the batch comes back to the next
+ * pop once its lease has expired (docs/security.md, "A crash of queenctl").
+ *
+ * Verdicts never depend on the machine's speed: waits poll for what they look for, with limits
+ * that only turn a hang into a failure.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import { startCli } from '../support/cli.js';
+import { withSimulator } from '../support/shared.js';
+
+const PATIENCE_MS = 30_000;
+
+async function until<T>(check: () => T | undefined | false, what: string): Promise<T> {
+  const deadline = Date.now() + PATIENCE_MS;
+  for (;;) {
+    const found = check();
+    if (found !== undefined && found !== false) return found;
+    if (Date.now() > deadline) throw new Error(`timed out after ${PATIENCE_MS} ms waiting for ${what}`);
+    await delay(20);
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = text.slice(text.lastIndexOf(')') + 2).split(' ')[0];
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+describe('lease run: queenctl killed by SIGKILL', () => {
+  it('the guardian stops the command, and nothing is acked', () =>
+    withSimulator(async (sim) => {
+      const dir = mkdtempSync(join(tmpdir(), 'queenctl-run-kill-'));
+      sim.createQueue({ name: 'jobs', partitions: ['p1'], leaseTime: 60 });
+      sim.push('jobs', [{ n: 1 }, { n: 2 }], 'p1');
+      // Records its pid, then when SIGTERM reached it; --kill-after 120s: an end well before it
+      // was SIGTERM's, never the escalation's.
+      const script = `trap 'echo term > ${dir}/term; exit 143' TERM; echo $$ > ${dir}/child; cat > /dev/null; sleep 120 & wait`;
+      const run = startCli(
+        [
+          'lease',
+          'run',
+          'jobs',
+          '--server',
+          sim.url,
+          '--batch',
+          '10',
+          '--kill-after',
+          '120s',
+          '--',
+          'sh',
+          '-c',
+          script,
+        ],
+        { exit: 'SIGKILL', closeGraceMs: 500, timeoutMs: 60_000 },
+      );
+      const child = await until(
+        () => existsSync(join(dir, 'child')) && Number(readFileSync(join(dir, 'child'), 'utf8')),
+        'the command to start',
+      );
+      run.kill('SIGKILL');
+      await run.exited;
+      await until(() => !isRunning(child), 'the command to be stopped by the guardian');
+      await until(() => existsSync(join(dir, 'term')), 'the SIGTERM the command recorded');
+      assert.equal(sim.log.filter((entry) => entry.rawPath === '/api/v1/ack/batch').length, 0, 'nothing acked');
+    }));
+});

@@ -1,0 +1,121 @@
+/**
+ * What the lease run tests share (test/e2e/run.test.ts, run-load.test.ts): a simulator per file
+ * with a fresh queue per test, handler scripts, and what the simulator saw of the acks. Counts of
+ * acks are read from its request log and queue state, never inferred from timings.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeEach } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Simulator } from '../../tools/simulator/index.js';
+import { runInProcess, type InProcessOptions } from './in-process.js';
+import { sharedSimulator } from './shared.js';
+
+export const NODE = process.execPath;
+
+export interface AckElement {
+  transactionId: string;
+  partitionId: string;
+  leaseId: string;
+  status: string;
+  error: string | null;
+}
+
+/** Turns a hang into a failure; never reached by a slow machine. */
+const PATIENCE_MS = 30_000;
+
+export async function until<T>(check: () => T | undefined | false, what: string): Promise<T> {
+  const deadline = Date.now() + PATIENCE_MS;
+  for (;;) {
+    const found = check();
+    if (found !== undefined && found !== false) return found;
+    if (Date.now() > deadline) throw new Error(`timed out after ${PATIENCE_MS} ms waiting for ${what}`);
+    await delay(20);
+  }
+}
+
+/** The JSON lines of a run's stdout (-o ndjson). */
+export const events = (stdout: string): Array<Record<string, unknown> & { event: string }> =>
+  stdout
+    .trimEnd()
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown> & { event: string });
+
+/** Call at the top level of a test file: its simulator, and a fresh queue before each test. */
+export class RunScene {
+  sim!: Simulator;
+  queue = '';
+  count = 0;
+  readonly dir = mkdtempSync(join(tmpdir(), 'queenctl-run-test-'));
+
+  constructor() {
+    const simulator = sharedSimulator();
+    beforeEach(() => {
+      this.sim = simulator();
+      this.queue = `jobs-${++this.count}`;
+    });
+  }
+
+  /** A handler script in the test's directory; its path. */
+  script(name: string, source: string): string {
+    const path = join(this.dir, `${name}-${this.count}.cjs`);
+    writeFileSync(path, source);
+    return path;
+  }
+
+  /** A file name of this test's in the directory. */
+  file(name: string): string {
+    return join(this.dir, `${name}-${this.count}`);
+  }
+
+  run(args: string[], command: string[], options: InProcessOptions = {}) {
+    return runInProcess(['lease', 'run', this.queue, '--server', this.sim.url, ...args, '--', ...command], options);
+  }
+
+  /** A queue of messages {n: 1..n} in partition p1, lease time 60 s. */
+  queueWith(n: number, options: { leaseTime?: number; retryLimit?: number } = {}): void {
+    this.sim.createQueue({ name: this.queue, partitions: ['p1'], leaseTime: 60, ...options });
+    this.sim.push(
+      this.queue,
+      Array.from({ length: n }, (_, i) => ({ n: i + 1 })),
+      'p1',
+    );
+  }
+
+  /** Every ack element the simulator received, in order. */
+  ackElements(): AckElement[] {
+    return this.sim.log
+      .filter((entry) => entry.rawPath === '/api/v1/ack/batch')
+      .flatMap((entry) => (JSON.parse(entry.body) as { acknowledgments: AckElement[] }).acknowledgments);
+  }
+
+  /** Requests whose path holds `fragment` that the simulator received. */
+  requests(fragment: string): number {
+    return this.sim.log.filter((entry) => entry.rawPath.includes(fragment)).length;
+  }
+
+  /** Messages of the queue not acked completed (queue mode). */
+  pending(): number {
+    const partitions = Object.values(this.sim.queue(this.queue)?.groups.__QUEUE_MODE__ ?? {});
+    return partitions.reduce((sum, p) => sum + p.pending, 0);
+  }
+
+  /** A handler that says it started (a file), then waits for a `go` file and exits with `code`. */
+  waiter(name: string, code: number): { path: string; started: string; go: string; term: string } {
+    const started = this.file(`${name}.started`);
+    const go = this.file(`${name}.go`);
+    const term = this.file(`${name}.term`);
+    const path = this.script(
+      name,
+      `const fs = require('node:fs');
+process.on('SIGTERM', () => { fs.writeFileSync(${JSON.stringify(term)}, 'x'); process.exit(143); });
+fs.writeFileSync(${JSON.stringify(started)}, process.env.QUEEN_LEASE_ID);
+const timer = setInterval(() => {
+  if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(timer); process.exit(${code}); }
+}, 20);`,
+    );
+    return { path, started, go, term };
+  }
+}
