@@ -65,6 +65,9 @@ describe('lease run: queenctl killed by SIGKILL', () => {
         ],
         { exit: 'SIGKILL', closeGraceMs: 500, timeoutMs: 60_000 },
       );
+      // The note comes after the group was named to the guardian (process-group.ts): a SIGKILL
+      // before that, in the instant between the command's start and that write, finds no group.
+      await run.waitForStderr(/started sh/);
       const child = await until(
         () => existsSync(join(dir, 'child')) && Number(readFileSync(join(dir, 'child'), 'utf8')),
         'the command to start',
