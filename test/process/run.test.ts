@@ -46,7 +46,8 @@ describe('lease run: queenctl killed by SIGKILL', () => {
       sim.push('jobs', [{ n: 1 }, { n: 2 }], 'p1');
       // Records its pid, then when SIGTERM reached it; --kill-after 120s: an end well before it
       // was SIGTERM's, never the escalation's.
-      const script = `trap 'echo term > ${dir}/term; exit 143' TERM; echo $$ > ${dir}/child; cat > /dev/null; sleep 120 & wait`;
+      const trap = `trap 'echo term > ${dir}/term; exit 143' TERM`;
+      const script = `${trap}; echo $$ > ${dir}/child; cat > /dev/null; sleep 120 & wait`;
       const run = startCli(
         [
           'lease',
