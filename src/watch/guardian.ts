@@ -12,6 +12,8 @@
  *
  *   group <pgid> <killAfterMs>   the command's process group, and --kill-after
  *   release                      the group ended, or is stopped by queenctl itself: exit now
+ *   forget                       the group ended; stay, for the group of the next command
+ *                                (`lease run` runs one command per batch: one guardian for all)
  *
  * The end of input without `release` is queenctl's death (the kernel closes its end of the
  * socket): the group gets SIGTERM at once, and SIGKILL once `killAfterMs` has passed with any of
@@ -33,6 +35,7 @@ export function groupMessage(pgid: number, killAfterMs: number): string {
   return `group ${pgid} ${Math.max(0, Math.round(killAfterMs))}\n`;
 }
 export const RELEASE_MESSAGE = 'release\n';
+export const FORGET_MESSAGE = 'forget\n';
 
 /** The guardian itself. Self-contained: it also runs from its source text (`node -e`). */
 export function guardCommandGroup(): void {
@@ -73,6 +76,10 @@ export function guardCommandGroup(): void {
   };
   const onLine = (line: string): void => {
     if (line === 'release') process.exit(0);
+    if (line === 'forget') {
+      group = 0;
+      return;
+    }
     const named = /^group ([1-9][0-9]{0,9}) ([0-9]{1,10})$/.exec(line);
     // A pgid of 1 would be init's group; kill(-1) would be every process: never.
     if (named && group === 0 && Number(named[1]) > 1) {

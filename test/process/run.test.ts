@@ -8,7 +8,7 @@
  * that only turn a hang into a failure.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -79,4 +79,55 @@ describe('lease run: queenctl killed by SIGKILL', () => {
       await until(() => existsSync(join(dir, 'term')), 'the SIGTERM the command recorded');
       assert.equal(sim.log.filter((entry) => entry.rawPath === '/api/v1/ack/batch').length, 0, 'nothing acked');
     }));
+
+  it("one guardian for every batch: the second batch's command is stopped by the first batch's guardian", () =>
+    withSimulator(async (sim) => {
+      const dir = mkdtempSync(join(tmpdir(), 'queenctl-run-reuse-'));
+      sim.createQueue({ name: 'jobs', partitions: ['p1'], leaseTime: 60 });
+      sim.push('jobs', [{ n: 1 }, { n: 2 }], 'p1');
+      // The first batch's command ends at once; the second's records its pid and waits.
+      const trap = `trap 'echo term > ${dir}/term; exit 143' TERM`;
+      const first = `if [ ! -e ${dir}/first ]; then : > ${dir}/first; cat > /dev/null; exit 0; fi`;
+      const script = `${first}; ${trap}; echo $$ > ${dir}/child; cat > /dev/null; sleep 120 & wait`;
+      const run = startCli(
+        ['lease', 'run', 'jobs', '--server', sim.url, '--batch', '1', '--batches', '2', '--kill-after', '120s'].concat([
+          '--',
+          'sh',
+          '-c',
+          script,
+        ]),
+        { exit: 'SIGKILL', closeGraceMs: 500, timeoutMs: 60_000 },
+      );
+      const child = await until(
+        () => existsSync(join(dir, 'child')) && Number(readFileSync(join(dir, 'child'), 'utf8')),
+        "the second batch's command to start",
+      );
+      // Started once the group was named (see above), the second time.
+      await run.waitForStderr(/started sh[\s\S]*started sh/);
+      const guardians = guardiansOf(run.process.pid as number);
+      assert.equal(guardians.length, 1, `one guardian for both batches: ${guardians.join(', ')}`);
+      run.kill('SIGKILL');
+      await run.exited;
+      await until(() => !isRunning(child), 'the command to be stopped by the guardian');
+      await until(() => existsSync(join(dir, 'term')), 'the SIGTERM the command recorded');
+      assert.equal(sim.log.filter((entry) => entry.rawPath === '/api/v1/ack/batch').length, 1, 'the first batch only');
+    }));
 });
+
+/** The guardians queenctl `pid` started and that are still running (their ps name says so). */
+function guardiansOf(pid: number): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (parent === pid && cmdline.includes('--queenctl-guardian') && isRunning(Number(entry)))
+        found.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}

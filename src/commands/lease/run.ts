@@ -274,7 +274,8 @@ class Consumer {
   private phase: 'pop' | 'watch' | 'ack' | 'idle' = 'idle';
   /** Failures per message (partitionId, transactionId) in this run, while it keeps failing. */
   private readonly failures = new Map<string, number>();
-  private readonly launch = processGroupLauncher();
+  // One guardian for every batch's command (src/watch/process-group.ts).
+  private readonly launch = processGroupLauncher({ reuse: true });
   private dir: string | null = null;
 
   constructor(
