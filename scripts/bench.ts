@@ -870,7 +870,9 @@ async function benchRun(url: string, control: SimulatorControl): Promise<void> {
   // process, src/watch/guardian.ts, and the handler), against the whole loop.
   rows.push({
     measure: `${measure}, CPU per batch of the queenctl process alone (sampled)`,
-    queenctl: `${fmtMs(selfPerBatch)}; its children (a guardian and cat per batch): ${fmtMs(perBatch - selfPerBatch)}`,
+    queenctl: `${fmtMs(selfPerBatch)}; its children (cat per batch, a guardian per run): ${fmtMs(
+      perBatch - selfPerBatch,
+    )}`,
     reference: `${reference}: ${fmtMs(loopPerBatch)}`,
     ratio: `${(selfPerBatch / loopPerBatch).toFixed(2)}x`,
     target: '-',
