@@ -56,7 +56,7 @@ describe('lease watch on a terminal', () => {
       const output = stdout + stderr;
       assert.equal(code, 0, output);
       assert.match(output, new RegExp(`lease ${leaseId}: \\d+ renewals?, `), 'the spinner’s text');
-      assert.match(output, /--for has elapsed; no longer renewed/);
+      assert.match(output, /--for has elapsed; no longer\s+renewed/);
       assert.doesNotMatch(output, /internal error/);
       assertNoStackTrace(output);
     } finally {
