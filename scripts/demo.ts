@@ -9,12 +9,17 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import wrapAnsi from 'wrap-ansi';
 import { mintTourScene, startSimulator, type Simulator } from '../tools/simulator/index.js';
 
 const BIN = fileURLToPath(new URL('../../bin/queenctl.cjs', import.meta.url));
 const color = process.stdout.isTTY && !process.env.NO_COLOR;
 const bold = (text: string): string => (color ? `\u001b[1m${text}\u001b[0m` : text);
 const dim = (text: string): string => (color ? `\u001b[2m${text}\u001b[0m` : text);
+/** The demo's own prose fits the terminal it is on (at most 100 columns), as queenctl's does. */
+const columns = process.stdout.isTTY ? Math.min(process.stdout.columns || 80, 100) : undefined;
+const prose = (text: string): string =>
+  columns === undefined ? text : wrapAnsi(text, columns, { hard: true, trim: false });
 
 /** A folder with `queenctl` in it, put first on PATH, so the snippets read as users type them. */
 function pathWithQueenctl(): { dir: string; path: string } {
@@ -24,7 +29,7 @@ function pathWithQueenctl(): { dir: string; path: string } {
 }
 
 function step(title: string, explanation: string): void {
-  process.stdout.write(`\n${bold(`── ${title}`)}\n${dim(explanation)}\n`);
+  process.stdout.write(`\n${bold(prose(`── ${title}`))}\n${dim(prose(explanation))}\n`);
 }
 
 /** Steps whose command did not exit as the demo says it does: the demo then exits 1. */
@@ -73,8 +78,8 @@ async function expireNextLease(sim: Simulator, afterMs: number, stop: AbortSigna
 
 async function demo(sim: Simulator, env: NodeJS.ProcessEnv): Promise<void> {
   process.stdout.write(
-    `${bold('queenctl demo')}: a lease simulator is answering on ${sim.url} (QUEEN_SERVER points there).\n` +
-      dim('Leases are minted through its control interface, as a pop would hand them to a consumer.\n'),
+    prose(`queenctl demo: a lease simulator is answering on ${sim.url} (QUEEN_SERVER points there).\n`) +
+      dim(prose('Leases are minted through its control interface, as a pop would hand them to a consumer.\n')),
   );
 
   // The leases of README.md's tour (tools/simulator/scene.ts), named as the tour names them: the
@@ -83,9 +88,11 @@ async function demo(sim: Simulator, env: NodeJS.ProcessEnv): Promise<void> {
   Object.assign(env, scene);
   process.stdout.write(
     dim(
-      `$LEASE3 holds queue invoices, partition x, for 60 s; $LEASE, orders p6 and p7 (queue mode), 120 s;\n` +
-        `$LEASE2, orders p7 for consumer group billing, 300 s; $DEAD was acked.\n` +
-        `Queue jobs holds four messages (three in partition p1, one in p2), queue emails three.\n`,
+      prose(
+        '$LEASE3 holds queue invoices, partition x, for 60 s; $LEASE, orders p6 and p7 (queue mode), 120 s; ' +
+          '$LEASE2, orders p7 for consumer group billing, 300 s; $DEAD was acked. ' +
+          'Queue jobs holds four messages (three in partition p1, one in p2), queue emails three.\n',
+      ),
     ),
   );
 

@@ -148,3 +148,32 @@ export function fitHelp(help: string, width: number, text: TerminalText): string
   flush();
   return out.join('\n');
 }
+
+/** Where a message for people goes: stderr, and its width when it is a terminal. */
+export interface MessageTarget {
+  stderr: { write(text: string): boolean };
+  stderrWidth?: number | undefined;
+}
+
+/**
+ * A message for people (`queenctl: ...` lines and the hint lines under them) written to stderr,
+ * wrapped to the terminal's width when stderr is one (wrapMessage), as it is otherwise. Use it for
+ * every message a verb writes itself: errors thrown are wrapped by cli.ts.
+ */
+export async function writeMessage(target: MessageTarget, message: string): Promise<void> {
+  const { stderrWidth } = target;
+  target.stderr.write(
+    stderrWidth === undefined ? message : wrapMessage(message, stderrWidth, await loadTerminalText()),
+  );
+}
+
+/**
+ * The same, at once, for callers that cannot wait (they write between other lines): wrapped when
+ * the libraries are loaded already (a run that draws for a terminal loads them early), as it is
+ * otherwise.
+ */
+export function writeMessageNow(target: MessageTarget, message: string): void {
+  const { stderrWidth } = target;
+  const text = stderrWidth === undefined ? undefined : loadedTerminalText();
+  target.stderr.write(stderrWidth === undefined || !text ? message : wrapMessage(message, stderrWidth, text));
+}

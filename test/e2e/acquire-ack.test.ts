@@ -247,8 +247,8 @@ describe('lease ack', () => {
     const { path, record } = await acquireToFile();
     const table = await lease(['ack', path, '--status', 'retry', '--no-color'], { stdoutIsTTY: true });
     assert.equal(table.code, 0, table.stderr);
-    assert.match(table.stdout, /^TRANSACTION ID\s+RESULT\s+LEASE\n/);
-    assert.match(table.stdout, /acked \(redelivered\)\s+released/);
+    assert.match(table.stdout, /^TRANSACTION ID\s+RESULT\s+REASON\s+LEASE\n/);
+    assert.match(table.stdout, /acked \(redelivered\)\s+-\s+released/);
     const again = await acquireToFile();
     assert.deepEqual(
       again.record.messages.map((m) => m.transactionId),

@@ -113,6 +113,11 @@ describe('output on a terminal fits its width', () => {
       assert.match(acked.stdout, /^TRANSACTION ID\s+RESULT/m);
       // The result is coloured, never shown as an escaped escape sequence.
       assert.doesNotMatch(acked.stdout, /\\x1b/);
+      // Acked again: the refusal, a line the verb writes itself, fits too.
+      const again = await onTerminal(['lease', 'ack', path, '--server', sim.url], width);
+      assert.equal(again.code, 4, again.stderr);
+      assert.match(again.stderr, /were not\s+acked/);
+      assertFits(again, width);
     });
 
     it(`ping at ${width}`, async () => {

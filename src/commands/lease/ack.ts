@@ -20,6 +20,7 @@ import { escapeText, shortened } from '../../output/sanitise.js';
 import { recordSink } from '../../output/records.js';
 import { loadStyle } from '../../output/style.js';
 import { tableFor, type TonedCell } from '../../output/table.js';
+import { writeMessage } from '../../output/width.js';
 import { flagParser, type GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { exitCodesHelp, retriesOption } from './options.js';
@@ -186,7 +187,7 @@ export function ackRecord(record: BatchRecord, status: AckStatus, results: AckRe
 
 /** What the broker said of one message, in words. */
 function resultWords(result: AckResult, status: AckStatus): string {
-  if (!result.success) return `REFUSED: ${shortened(result.error ?? 'no reason given', 80)}`;
+  if (!result.success) return 'REFUSED';
   if (result.dlq) return 'dead-lettered';
   return status === 'completed' ? 'acked' : status === 'retry' ? 'acked (redelivered)' : 'acked (failed)';
 }
@@ -227,12 +228,12 @@ export async function runAck(options: AckOptions, runtime: AckRuntime): Promise<
   let acked: AckRecord;
   try {
     acked = await ackBatch(record, options, runtime, (line) => {
-      if (!io.quiet) void write(io.stderr, `queenctl: ${line}\n`);
+      if (!io.quiet) void writeMessage(io, `queenctl: ${line}\n`);
     });
   } catch (error) {
     if (!signal.aborted) throw error;
-    await write(
-      io.stderr,
+    await writeMessage(
+      io,
       `queenctl: interrupted: the ack of lease ${escapeText(record.leaseId)} may or may not have landed; it was ` +
         `not sent again: queenctl lease inspect ${escapeText(record.leaseId)} exits 0 while the lease is held\n`,
     );
@@ -241,7 +242,7 @@ export async function runAck(options: AckOptions, runtime: AckRuntime): Promise<
   await printAck(acked, options, runtime);
   const refusal = ackRefusal(acked);
   if (refusal === null) return ExitCode.Ok;
-  await write(io.stderr, `queenctl: ${refusal}\n`);
+  await writeMessage(io, `queenctl: ${refusal}\n`);
   return ExitCode.NotHeld;
 }
 
@@ -283,6 +284,8 @@ async function printAck(acked: AckRecord, options: AckOptions, runtime: Pick<Ack
       result.transactionId,
       // A toned cell: coloured by the table after it is escaped and measured (output/table.ts).
       { text, tone: result.success ? (result.dlq ? 'warn' : 'ok') : 'bad' } as TonedCell,
+      // The broker's reason apart from the verdict: it may be cut or dropped to fit a terminal.
+      result.success ? '-' : shortened(result.error ?? 'no reason given', 80),
       result.leaseReleased ? 'released' : '-',
     ];
   });
@@ -291,7 +294,8 @@ async function printAck(acked: AckRecord, options: AckOptions, runtime: Pick<Ack
       headers: [
         { header: 'TRANSACTION ID', keep: 'always' },
         { header: 'RESULT', keep: 'always' },
-        { header: 'LEASE', keep: 1 },
+        { header: 'REASON', keep: 1, shrink: 'cut' },
+        { header: 'LEASE', keep: 2 },
       ],
       rows,
       noHeaders: options.noHeaders,

@@ -21,6 +21,7 @@ import { isMachineFormat, type OutputFormat } from '../../output/format.js';
 import { escapeText, shortened } from '../../output/sanitise.js';
 import { recordSink } from '../../output/records.js';
 import { tableFor } from '../../output/table.js';
+import { writeMessage } from '../../output/width.js';
 import { errorMessage, warningMessage } from '../../output/words.js';
 import { flagParser, type GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
@@ -261,22 +262,22 @@ export async function runAcquire(options: AcquireOptions, runtime: AcquireRuntim
     acquired = await acquireBatch(options, runtime);
   } catch (error) {
     if (!signal.aborted) throw error;
-    await write(
-      io.stderr,
+    await writeMessage(
+      io,
       `queenctl: interrupted during the pop of queue ${escapeText(options.queue)}: a lease it may have taken ` +
         `holds its messages for the queue's lease time\n`,
     );
     return signalExitCode(signal.reason);
   }
   if (acquired.kind === 'none') {
-    if (!io.quiet || acquired.code !== ExitCode.NotHeld) await write(io.stderr, `queenctl: ${acquired.message}\n`);
+    if (!io.quiet || acquired.code !== ExitCode.NotHeld) await writeMessage(io, `queenctl: ${acquired.message}\n`);
     return acquired.code;
   }
   const { record, renewal } = acquired;
   if (!renewal.ok && 'lost' in renewal) {
     // Nothing on stdout: a record of a lease already gone would be acked in vain.
-    await write(
-      io.stderr,
+    await writeMessage(
+      io,
       `queenctl: lease ${escapeText(record.leaseId)} was taken, but the renewal right after the pop renewed ` +
         `nothing: it is gone already (its lease time is over, or it was released); its messages go to the next ` +
         `pop\n`,
@@ -289,8 +290,8 @@ export async function runAcquire(options: AcquireOptions, runtime: AcquireRuntim
   if (options.seconds === undefined) {
     // Only the probe failed: the lease is held as the pop made it, its expiry unknown.
     if (!io.quiet) {
-      await write(
-        io.stderr,
+      await writeMessage(
+        io,
         warningMessage(
           `lease ${escapeText(record.leaseId)} was taken; its expiry is unknown (the renewal that reads it ` +
             `failed: ${error.message})`,
@@ -299,8 +300,8 @@ export async function runAcquire(options: AcquireOptions, runtime: AcquireRuntim
     }
     return ExitCode.Ok;
   }
-  await write(
-    io.stderr,
+  await writeMessage(
+    io,
     errorMessage(
       new QueenctlError(
         `lease ${escapeText(record.leaseId)} was taken but not renewed to ${options.seconds}s: ${error.message}; ` +

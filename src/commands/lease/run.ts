@@ -24,11 +24,11 @@ import type { AckStatus } from '../../broker/ack.js';
 import type { BatchRecord } from '../../broker/batch.js';
 import { monotonicClock } from '../../clock.js';
 import { ExitCode, QueenctlError, UsageError, signalExitCode } from '../../exit.js';
-import { write } from '../../io.js';
 import { checkName } from '../../names.js';
 import { isJsonPath } from '../../output/format.js';
 import { escapeText } from '../../output/sanitise.js';
 import { tokenOnCommandLineHint, watchOutputMode, type WatchOutputMode } from '../../output/watch.js';
+import { loadTerminalText, writeMessage, writeMessageNow } from '../../output/width.js';
 import { errorMessage, warningMessage } from '../../output/words.js';
 import { isTransient, type RetryPolicy } from '../../broker/retry.js';
 import { processGroupLauncher } from '../../watch/process-group.js';
@@ -289,6 +289,9 @@ class Consumer {
     // For the whole run, signals are this run's to act on (cli.ts then never exits on its own):
     // the first one is forwarded to a running command and ends the run after its batch.
     const release = this.proc.relaySignals((signal) => this.onSignal(signal));
+    // On a terminal, the libraries that wrap its lines, loaded now: the run's lines are written
+    // between the command's and the watch's, at once (writeMessageNow).
+    if (this.runtime.io.stderrWidth !== undefined) await loadTerminalText();
     if (options.tokenOnCommandLine) this.warn(tokenOnCommandLineHint());
     let first: number | null = null;
     try {
@@ -328,8 +331,8 @@ class Consumer {
       );
     } catch (error) {
       if (!this.hard.signal.aborted) throw error;
-      await write(
-        io.stderr,
+      await writeMessage(
+        io,
         `queenctl: interrupted during the pop of queue ${escapeText(options.acquire.queue)}: a lease it may have ` +
           `taken holds its messages for the queue's lease time\n`,
       );
@@ -344,7 +347,7 @@ class Consumer {
         return { code: ExitCode.Ok, last: true };
       }
       // The first pop finding nothing is acquire's exit 4; a later one ends --batches early.
-      if (first) await write(io.stderr, `queenctl: ${acquired.message}\n`);
+      if (first) await writeMessage(io, `queenctl: ${acquired.message}\n`);
       else this.note(`no further batch: ${acquired.message}`);
       return { code: first ? acquired.code : ExitCode.Ok, last: true };
     }
@@ -362,8 +365,8 @@ class Consumer {
         `${record.messages.length === 1 ? '' : 's'} of queue ${escapeText(record.queue)}`,
     );
     if (!renewal.ok && 'lost' in renewal) {
-      await write(
-        io.stderr,
+      await writeMessage(
+        io,
         `queenctl: lease ${escapeText(record.leaseId)} was taken, but the renewal right after the pop renewed ` +
           `nothing: it is gone already; the command was not started, nothing was acked, and its messages go to ` +
           `the next pop\n`,
@@ -428,8 +431,8 @@ class Consumer {
     if (exit === null) {
       if (!this.watchAbort.signal.aborted) {
         // Lost (or never renewed): watch said so; the batch is the redelivery's now.
-        await write(
-          io.stderr,
+        await writeMessage(
+          io,
           `queenctl: nothing was acked: lease ${lease} is no longer this run's, and its messages go to the next ` +
             `pop\n`,
         );
@@ -463,8 +466,8 @@ class Consumer {
       );
     } catch (caught) {
       if (this.hard.signal.aborted) {
-        await write(
-          io.stderr,
+        await writeMessage(
+          io,
           `queenctl: interrupted: the ack of lease ${lease} may or may not have landed; it was not sent again: ` +
             `queenctl lease inspect ${lease} exits 0 while the lease is held\n`,
         );
@@ -472,15 +475,15 @@ class Consumer {
       }
       if (!(caught instanceof QueenctlError)) throw caught;
       if (this.soft.signal.aborted && isTransient(caught)) {
-        await write(
-          io.stderr,
+        await writeMessage(
+          io,
           `queenctl: the ack of lease ${lease} never reached the broker (${escapeText(caught.message)}), and ` +
             `after ${this.signalled} it was not tried again: the batch comes back to the next pop once the lease ` +
             `has expired\n`,
         );
         return { code: caught.exitCode, last: true };
       }
-      await write(io.stderr, errorMessage(caught));
+      await writeMessage(io, errorMessage(caught));
       return { code: caught.exitCode, last: true };
     } finally {
       this.phase = 'idle';
@@ -495,7 +498,7 @@ class Consumer {
     });
     const refusal = ackRefusal(acked);
     if (refusal !== null) {
-      await write(io.stderr, `queenctl: ${refusal}\n`);
+      await writeMessage(io, `queenctl: ${refusal}\n`);
       return { code: ExitCode.NotHeld, last: true };
     }
     this.note(`acked ${acked.acked} message${acked.acked === 1 ? '' : 's'} of lease ${lease} as ${status}`);
@@ -519,8 +522,8 @@ class Consumer {
       worst = Math.max(worst, failures);
     }
     if (worst < this.options.giveUpAfter) return false;
-    void write(
-      this.runtime.io.stderr,
+    writeMessageNow(
+      this.runtime.io,
       `queenctl: no further batch: a message of lease ${escapeText(record.leaseId)} has failed ${worst} times in ` +
         `this run (--give-up-after ${this.options.giveUpAfter}; last: ${escapeText(this.options.command[0])}: ` +
         `${exitWords(exit)}); acked ${this.options.onFailure === 'failed' ? 'failed' : 'retry'}, it is pending ` +
@@ -548,10 +551,10 @@ class Consumer {
 
   /** A step, for people (log mode only). */
   private note(text: string): void {
-    if (this.options.output === 'log') this.runtime.io.stderr.write(`queenctl: ${text}\n`);
+    if (this.options.output === 'log') writeMessageNow(this.runtime.io, `queenctl: ${text}\n`);
   }
 
   private warn(text: string): void {
-    if (!this.runtime.io.quiet) this.runtime.io.stderr.write(warningMessage(text));
+    if (!this.runtime.io.quiet) writeMessageNow(this.runtime.io, warningMessage(text));
   }
 }
