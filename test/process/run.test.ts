@@ -98,15 +98,21 @@ describe('lease run: queenctl killed by SIGKILL', () => {
         ]),
         { exit: 'SIGKILL', closeGraceMs: 500, timeoutMs: 60_000 },
       );
-      const child = await until(
-        () => existsSync(join(dir, 'child')) && Number(readFileSync(join(dir, 'child'), 'utf8')),
-        "the second batch's command to start",
-      );
-      // Started once the group was named (see above), the second time.
-      await run.waitForStderr(/started sh[\s\S]*started sh/);
-      const guardians = guardiansOf(run.process.pid as number);
-      assert.equal(guardians.length, 1, `one guardian for both batches: ${guardians.join(', ')}`);
-      run.kill('SIGKILL');
+      let child: number;
+      try {
+        child = await until(
+          () => existsSync(join(dir, 'child')) && Number(readFileSync(join(dir, 'child'), 'utf8')),
+          "the second batch's command to start",
+        );
+        // Started once the group was named (see above), the second time.
+        await run.waitForStderr(/started sh[\s\S]*started sh/);
+        const guardians = guardiansUnder(run.process.pid as number);
+        assert.equal(guardians.length, 1, `one guardian for both batches: ${guardians.join(', ')}`);
+      } finally {
+        // Whatever failed above, queenctl goes (its guardian then stops the command): a test left
+        // waiting on it would hold its file until the runner's time limit.
+        run.kill('SIGKILL');
+      }
       await run.exited;
       await until(() => !isRunning(child), 'the command to be stopped by the guardian');
       await until(() => existsSync(join(dir, 'term')), 'the SIGTERM the command recorded');
@@ -114,20 +120,29 @@ describe('lease run: queenctl killed by SIGKILL', () => {
     }));
 });
 
-/** The guardians queenctl `pid` started and that are still running (their ps name says so). */
-function guardiansOf(pid: number): number[] {
-  const found: number[] = [];
+/**
+ * The guardians running under process `root` (its descendants: `node bin/queenctl.cjs` may run
+ * queenctl in a child of its own), told apart by the argument that names them in `ps`.
+ */
+function guardiansUnder(root: number): number[] {
+  const parents = new Map<number, number>();
+  const guardians: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (parent === pid && cmdline.includes('--queenctl-guardian') && isRunning(Number(entry)))
-        found.push(Number(entry));
+      if (cmdline.includes('--queenctl-guardian') && isRunning(Number(entry))) guardians.push(Number(entry));
     } catch {
       // gone meanwhile
     }
   }
-  return found;
+  const under = (pid: number): boolean => {
+    for (let at = parents.get(pid), hops = 0; at !== undefined && at > 1 && hops < 64; at = parents.get(at), hops++) {
+      if (at === root) return true;
+    }
+    return false;
+  };
+  return guardians.filter(under);
 }
