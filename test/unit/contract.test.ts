@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { isHeld, parseRenewal, type RawAnswer } from '../../src/broker/contract.js';
 import { AuthError, BrokerError } from '../../src/exit.js';
+import { recordedAnswers } from '../support/recorded.js';
 
 const SERVER = 'http://broker.test:6632';
 const ID = '0198f2c1-9a7b-7d20-8e31-4c5d6e7f8a90';
@@ -18,24 +18,7 @@ function documented(overrides: Record<string, unknown> = {}): Record<string, unk
 
 /** The recorded answers of the real broker, by case title (test/fixtures; docs/broker.md#recorded-answers). */
 function recorded(): Map<string, RawAnswer> {
-  const text = readFileSync(new URL('../../../test/fixtures/real-broker-extend.txt', import.meta.url), 'utf8');
-  const answers = new Map<string, RawAnswer>();
-  for (const block of text.split(/^### /m).slice(1)) {
-    const [title = '', ...rest] = block.split('\n');
-    const raw = rest.join('\n');
-    const status = /^HTTP\/1\.1 (\d+)/.exec(raw);
-    if (!status) continue;
-    // Recorded as received: CRLF between headers, the body exactly Content-Length bytes.
-    const split = raw.indexOf('\r\n\r\n');
-    const headers: Record<string, string> = {};
-    for (const line of raw.slice(0, split).split('\r\n').slice(1)) {
-      const at = line.indexOf(':');
-      headers[line.slice(0, at).toLowerCase()] = line.slice(at + 1).trim();
-    }
-    const body = raw.slice(split + 4, split + 4 + Number(headers['content-length']));
-    if (!answers.has(title)) answers.set(title, { status: Number(status[1]), headers, body });
-  }
-  return answers;
+  return recordedAnswers('real-broker-extend.txt', (title) => title);
 }
 
 describe('parseRenewal: the documented object', () => {

@@ -77,7 +77,7 @@ export function addAcquireOptions(command: Command): Command {
     .addOption(durationOption('--wait <duration>', 'long poll: wait up to this long for something to take'));
 }
 
-interface AcquireFlags {
+export interface AcquireFlags {
   group?: string;
   partition?: string;
   batch?: number;
@@ -85,6 +85,24 @@ interface AcquireFlags {
   wait?: number;
   seconds?: number;
   retries: number;
+}
+
+/** The pop the acquire flags ask for (`lease acquire`, and each batch of `lease run`). */
+export function acquireRequest(
+  queue: string,
+  flags: AcquireFlags,
+  retry: RetryPolicy,
+): Omit<AcquireOptions, 'format' | 'noHeaders'> {
+  return {
+    queue,
+    group: flags.group,
+    partition: flags.partition,
+    batch: flags.batch,
+    partitions: flags.partitions,
+    waitMs: flags.wait,
+    seconds: flags.seconds,
+    retry: { ...retry, retries: flags.retries },
+  };
 }
 
 export function acquireCommand(globals: GlobalContext): Command {
@@ -141,14 +159,7 @@ Examples:
         (runtime, settings) =>
           runAcquire(
             {
-              queue,
-              group: flags.group,
-              partition: flags.partition,
-              batch: flags.batch,
-              partitions: flags.partitions,
-              waitMs: flags.wait,
-              seconds: flags.seconds,
-              retry: { ...settings.retry, retries: flags.retries },
+              ...acquireRequest(queue, flags, settings.retry),
               format: settings.format,
               noHeaders: settings.noHeaders,
             },

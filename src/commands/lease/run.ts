@@ -30,13 +30,19 @@ import { escapeText } from '../../output/sanitise.js';
 import { tokenOnCommandLineHint, watchOutputMode, type WatchOutputMode } from '../../output/watch.js';
 import { loadTerminalText, writeMessage, writeMessageNow } from '../../output/width.js';
 import { errorMessage, warningMessage } from '../../output/words.js';
-import { isTransient, type RetryPolicy } from '../../broker/retry.js';
+import { isTransient } from '../../broker/retry.js';
 import { processGroupLauncher } from '../../watch/process-group.js';
 import type { ChildExit } from '../../watch/supervisor.js';
 import { flagParser, type GlobalContext, type Settings, type VerbProcess } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { ackBatch, ackRefusal, type AckRuntime } from './ack.js';
-import { acquireBatch, addAcquireOptions, type AcquireOptions, type AcquireRuntime } from './acquire.js';
+import {
+  acquireBatch,
+  acquireRequest,
+  addAcquireOptions,
+  type AcquireOptions,
+  type AcquireRuntime,
+} from './acquire.js';
 import { durationOption, exitCodesHelp, retriesOption, secondsOption } from './options.js';
 import { DEFAULT_KILL_AFTER_MS, watchWithCommand, type WatchOptions, type WatchPorts } from './watch.js';
 import { defaultEveryMs } from '../../renewal/scheduler.js';
@@ -212,18 +218,8 @@ function runOptions(
     stderrIsTTY: Boolean(runtime.io.stderr.isTTY),
     term: proc.env.TERM,
   });
-  const retry: RetryPolicy = { ...settings.retry, retries: flags.retries };
   return {
-    acquire: {
-      queue,
-      group: flags.group,
-      partition: flags.partition,
-      batch: flags.batch,
-      partitions: flags.partitions,
-      waitMs: flags.wait,
-      seconds: flags.seconds,
-      retry,
-    },
+    acquire: { ...acquireRequest(queue, flags, settings.retry), seconds: flags.seconds },
     everyMs: flags.every,
     killAfterMs: flags.killAfter,
     onFailure: flags.onFailure,
