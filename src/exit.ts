@@ -14,6 +14,12 @@ export const ExitCode = {
   Auth: 3,
   /** Lease not held: the broker answered and renewed nothing, even at HTTP 200. */
   NotHeld: 4,
+  /** `lease run`: a message did not succeed (the command failed, reported a failure, or could not read it). */
+  MessageFailed: 5,
+  /** `lease run`: the command could not be executed, or queenctl could not prepare its batch. */
+  CannotExecute: 126,
+  /** `lease run`: the command was not found. */
+  CommandNotFound: 127,
   /** Stopped by SIGHUP: the terminal or session went away (a lease verb; a watch without a command). */
   HungUp: 129,
   /** Stopped by SIGINT. */

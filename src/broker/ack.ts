@@ -13,7 +13,7 @@
  */
 import { BrokerError, QueenctlError } from '../exit.js';
 import { shellWord } from '../output/words.js';
-import type { BatchRecord } from './batch.js';
+import type { BatchMessage, BatchRecord } from './batch.js';
 import { excerpt, isObject, statusError, type RawAnswer, type RouteWords } from './contract.js';
 
 export const ACK_BATCH_PATH = '/api/v1/ack/batch';
@@ -42,11 +42,29 @@ export const ACK_WORDS: RouteWords = {
   route: 'ack route',
 };
 
-/** The body of one batch ack: every message with the lease id, the group at the top level. */
-export function ackBatchBody(record: BatchRecord, status: AckStatus, error: string | null): string {
-  if (record.messages.length === 0) throw new Error('an empty batch ack is never sent: the broker never answers it');
+/** One message of an ack, and what it is acked as: `lease run` acks each message by its own outcome. */
+export interface AckItem {
+  message: BatchMessage;
+  status: AckStatus;
+  error: string | null;
+}
+
+/** Every message of a record acked alike (`lease ack --status`). */
+export function ackItems(record: Pick<BatchRecord, 'messages'>, status: AckStatus, error: string | null): AckItem[] {
+  return record.messages.map((message) => ({ message, status, error }));
+}
+
+/**
+ * The body of one batch ack: each message with the lease id and its own status, the group at
+ * the top level. The ids go as the broker gave them, whatever their characters.
+ */
+export function ackBatchBody(
+  record: Pick<BatchRecord, 'leaseId' | 'consumerGroup'>,
+  items: readonly AckItem[],
+): string {
+  if (items.length === 0) throw new Error('an empty batch ack is never sent: the broker never answers it');
   return JSON.stringify({
-    acknowledgments: record.messages.map((message) => ({
+    acknowledgments: items.map(({ message, status, error }) => ({
       transactionId: message.transactionId,
       partitionId: message.partitionId,
       leaseId: record.leaseId,
@@ -82,7 +100,11 @@ function outsideContract(leaseId: string, what: string, body: string): BrokerErr
 }
 
 /** Turns the answer of one batch ack into a result per message, in the record's order. */
-export function parseAckAnswer(record: BatchRecord, answer: RawAnswer, server: string): AckResult[] {
+export function parseAckAnswer(
+  record: Pick<BatchRecord, 'leaseId' | 'messages'>,
+  answer: RawAnswer,
+  server: string,
+): AckResult[] {
   const { leaseId } = record;
   // A 5xx, or a success that is not the route's 200 (201, 204: no broker answers so), may have
   // come after the ack was applied: its outcome is unknown, never "nothing was acked".

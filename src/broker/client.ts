@@ -24,8 +24,8 @@ import {
   ackBatchBody,
   AckOutcomeUnknown,
   parseAckAnswer,
+  type AckItem,
   type AckResult,
-  type AckStatus,
 } from './ack.js';
 import type { BatchRecord } from './batch.js';
 import { excerpt, parseRenewal, type RawAnswer, type Renewal } from './contract.js';
@@ -190,19 +190,19 @@ export class BrokerClient {
    * the top level; sent once. Never an empty batch: the broker never answers one.
    */
   async ackBatch(
-    record: BatchRecord,
-    status: AckStatus,
-    error: string | null,
+    record: Pick<BatchRecord, 'leaseId' | 'consumerGroup'>,
+    items: readonly AckItem[],
     options: RequestOptions = {},
   ): Promise<AckResult[]> {
+    const acked = { leaseId: record.leaseId, messages: items.map((item) => item.message) };
     return this.request(
       {
         method: 'POST',
         path: ACK_BATCH_PATH,
-        body: ackBatchBody(record, status, error),
+        body: ackBatchBody(record, items),
         doing: 'ack',
         answer: 'an ack',
-        judge: (answer, server) => parseAckAnswer(record, answer, server),
+        judge: (answer, server) => parseAckAnswer(acked, answer, server),
         maxBodyBytes: LISTING_MAX_BYTES,
         once: (cause) => new AckOutcomeUnknown(record.leaseId, cause),
       },

@@ -82,16 +82,31 @@ async function launchGuarded(
   return new Promise((resolve) => {
     const stdin = spec.input ? 'pipe' : 'inherit';
     const stdio: StdioOptions = [stdin, spec.stdoutToStderr ? 2 : 'inherit', 'inherit'];
-    const child: ChildProcess = spawn(spec.command, [...spec.args], { stdio, detached: true, env: spec.env });
+    const cannotStart = (error: NodeJS.ErrnoException): void => {
+      free(guardian);
+      resolve({
+        status: error.code === 'ENOENT' ? 127 : 126,
+        code: null,
+        signal: null,
+        startError: error,
+        inputWritten: 0,
+      });
+    };
+    let child: ChildProcess;
+    try {
+      child = spawn(spec.command, [...spec.args], { stdio, detached: true, env: spec.env });
+    } catch (error) {
+      // Refused before any process existed (an argument or variable Node.js will not pass on):
+      // the command cannot be started, like E2BIG, never a crash of queenctl's.
+      return cannotStart(error as NodeJS.ErrnoException);
+    }
     // At once, in the same turn as the start: the group is named before queenctl can die.
     if (child.pid !== undefined) guardian.stdin?.write(groupMessage(child.pid, spec.killAfterMs));
-    child.once('error', (error: NodeJS.ErrnoException) => {
-      free(guardian);
-      resolve({ status: error.code === 'ENOENT' ? 127 : 126, code: null, signal: null, startError: error });
-    });
+    child.once('error', cannotStart);
     child.once('spawn', () => {
-      if (spec.input && child.stdin) void feed(child.stdin, spec.input);
-      resolve(new ProcessGroup(child, guardian, free));
+      const written = { lines: 0 };
+      if (spec.input && child.stdin) void feed(child.stdin, spec.input, written);
+      resolve(new ProcessGroup(child, guardian, free, written));
     });
   });
 }
@@ -101,16 +116,23 @@ async function launchGuarded(
  * closes it. A command that reads none of it, or exits before the end, closes the pipe: EPIPE,
  * and the rest is dropped, never an error of queenctl's and never a wait on a reader gone.
  */
-async function feed(stdin: Writable, chunks: readonly string[]): Promise<void> {
+async function feed(stdin: Writable, chunks: readonly string[], written: { lines: number }): Promise<void> {
   let gone = false;
   const stop = (): void => {
     gone = true;
   };
   stdin.on('error', stop); // EPIPE, ECONNRESET: the reader went away
   stdin.once('close', stop);
+  // A chunk counts as written once the pipe took all of it (its callback without an error): the
+  // lines before it are what the command can have read (lease run completes no other).
+  let taken = 0;
+  const tookOne = (error?: Error | null): void => {
+    if (error) gone = true;
+    else if (!gone) written.lines = ++taken;
+  };
   for (const chunk of chunks) {
     if (gone) return;
-    if (stdin.write(chunk)) continue;
+    if (stdin.write(chunk, tookOne)) continue;
     await new Promise<void>((resolve) => {
       const done = (): void => {
         stdin.off('drain', done);
@@ -210,12 +232,14 @@ class ProcessGroup implements LaunchedCommand {
     private readonly child: ChildProcess,
     private readonly guardian: ChildProcess,
     private readonly free: (guardian: ChildProcess) => void,
+    written: { lines: number },
   ) {
     process.on('exit', this.guard);
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
         this.leaderAlive = false;
-        resolve({ status: exitStatus(code, signal), code, signal });
+        // A turn later: the callbacks of writes the pipe completed before the exit have run.
+        setImmediate(() => resolve({ status: exitStatus(code, signal), code, signal, inputWritten: written.lines }));
       });
     });
   }

@@ -38,6 +38,11 @@ export interface ChildExit {
   signal: NodeJS.Signals | null;
   /** Set when the command could not be started at all. */
   startError?: NodeJS.ErrnoException;
+  /**
+   * With `input`: how many of its chunks the pipe took in full before the command ended (lease
+   * run completes no message whose line was not written).
+   */
+  inputWritten?: number;
 }
 
 /** A command started in a process group of its own. */
@@ -97,8 +102,11 @@ export interface SupervisorOptions {
   env: NodeJS.ProcessEnv;
   killAfterMs: number;
   stdoutToStderr: boolean;
-  /** Set in the command's environment beside the lease ids (`lease run`: the queue, the batch file). */
-  extraEnv?: Readonly<Record<string, string>>;
+  /**
+   * Set in the command's environment beside the lease ids (`lease run`: the queue, the batch
+   * file); a variable given as undefined is removed from what the command inherits.
+   */
+  extraEnv?: Readonly<Record<string, string | undefined>>;
   /** The command's standard input (LaunchSpec.input); undefined: inherited. */
   input?: readonly string[];
 }
@@ -275,7 +283,11 @@ export class CommandSupervisor {
   /** The command's environment: the lease ids and expiry, never the token (docs/cli-contract.md). */
   private childEnv(): NodeJS.ProcessEnv {
     const { leaseIds } = this.options;
-    const env: NodeJS.ProcessEnv = { ...this.options.env, ...this.options.extraEnv };
+    const env: NodeJS.ProcessEnv = { ...this.options.env };
+    for (const [name, value] of Object.entries(this.options.extraEnv ?? {})) {
+      if (value === undefined) delete env[name];
+      else env[name] = value;
+    }
     delete env.QUEEN_TOKEN;
     env.QUEEN_LEASE_ID = leaseIds[0];
     env.QUEEN_LEASE_IDS = leaseIds.join(' ');

@@ -83,27 +83,53 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
     assert.equal(acquired.queue, scene.queue);
     assert.equal(acquired.messages, 2);
     assert.deepEqual(acquired.partitions, ['p1']);
-    assert.deepEqual(Object.keys(events.at(-1) ?? {}), ['event', 'at', 'leaseId', 'status', 'acked', 'refused']);
-    assert.equal((events.at(-1) as Record<string, unknown>).status, 'completed');
+    assert.deepEqual(Object.keys(events.at(-1) ?? {}), [
+      'event',
+      'at',
+      'leaseId',
+      'exitStatus',
+      'completed',
+      'retry',
+      'failed',
+      'dlq',
+      'refused',
+      'pending',
+    ]);
+    assert.deepEqual(
+      { ...events.at(-1), at: undefined, leaseId: undefined },
+      {
+        event: 'acked',
+        at: undefined,
+        leaseId: undefined,
+        exitStatus: 0,
+        completed: 2,
+        retry: 0,
+        failed: 0,
+        dlq: 0,
+        refused: 0,
+        pending: 0,
+      },
+    );
     assert.doesNotMatch(result.stdout, /handled/);
   });
 
-  it('a failed command: acked --on-failure (default retry) with its status, which is the exit status', async () => {
-    scene.queueWith(2);
-    const fails = scene.script('fails', `process.stdin.resume(); process.stdin.on('end', () => process.exit(3));`);
-    const retried = await scene.run(['--batch', '10'], [NODE, fails]);
-    assert.equal(retried.code, 3, retried.stderr);
-    let acks = scene.ackElements();
-    assert.equal(acks.length, 2);
-    assert.ok(
-      acks.every((a) => a.status === 'retry' && a.leaseId !== '' && /exited with status 3/.test(a.error ?? '')),
+  it('a failed command: its first message acked retry, the rest come back with it; exit 5', async () => {
+    scene.queueWith(3);
+    const fails = scene.script('fails', `process.stdin.resume(); process.stdin.on('end', () => process.exit(4));`);
+    const result = await scene.run(['--batch', '10', '--retry-delay', '1ms', '-o', 'ndjson'], [NODE, fails]);
+    assert.equal(result.code, 5, result.stderr);
+    const acks = scene.ackElements();
+    // Never a retry followed by anything: the broker's cursor would skip the retried message.
+    assert.equal(acks.length, 1);
+    assert.equal(acks[0]?.status, 'retry');
+    assert.match(acks[0]?.error ?? '', /exited with status 4/);
+    const acked = events(result.stdout).find((e) => e.event === 'acked');
+    assert.equal(acked?.exitStatus, 4, "the command's own status is in the event, never queenctl's");
+    assert.deepEqual(
+      [acked?.completed, acked?.retry, acked?.failed, acked?.dlq, acked?.refused, acked?.pending],
+      [0, 1, 0, 0, 0, 2],
     );
-    assert.equal(scene.pending(), 2, 'redelivered: still pending');
-    scene.sim.resetLog();
-    const failed = await scene.run(['--batch', '10', '--on-failure', 'failed'], [NODE, fails]);
-    assert.equal(failed.code, 3, failed.stderr);
-    acks = scene.ackElements();
-    assert.ok(acks.length === 2 && acks.every((a) => a.status === 'failed'));
+    assert.equal(scene.pending(), 3, 'all three come back');
   });
 
   it('a lease lost under the command: SIGTERM at the first renewal after the loss, nothing acked, exit 4', async () => {
@@ -227,6 +253,7 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
 
   it('the first SIGTERM goes to the command, no further batch is taken; ended by it: acked retry', async () => {
     scene.queueWith(3);
+    // One message a batch: the retried one is the batch's first, and nothing comes after it.
     const handler = scene.waiter('signal', 0);
     const running = startInProcess(
       [
@@ -264,7 +291,7 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
   it('a message that fails every time ends --until-empty after --give-up-after failures', async () => {
     scene.queueWith(1);
     const fails = scene.script('always', 'process.exit(5);');
-    const result = await scene.run(['--until-empty', '--give-up-after', '3'], [NODE, fails]);
+    const result = await scene.run(['--until-empty', '--give-up-after', '3', '--retry-delay', '1ms'], [NODE, fails]);
     assert.equal(result.code, 5, result.stderr);
     const acks = scene.ackElements();
     assert.deepEqual(
@@ -349,8 +376,9 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
     assert.equal(result.code, 143, result.stderr);
     assert.ok(!existsSync(started), 'the command never started');
     const acks = scene.ackElements();
-    assert.ok(acks.length === 2 && acks.every((a) => a.status === 'retry'), JSON.stringify(acks));
-    assert.match(acks[0]?.error ?? '', /before the command started/);
+    // The first message acked retry: the second comes back with it.
+    assert.ok(acks.length === 1 && acks[0]?.status === 'retry', JSON.stringify(acks));
+    assert.match(acks[0]?.error ?? '', /stopped by SIGTERM before .* started/);
     assert.equal(scene.pending(), 2);
   });
 });

@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import {
   AckOutcomeUnknown,
   ackBatchBody,
+  ackItems,
   LEASE_REFUSED,
   parseAckAnswer,
   refusedForLease,
@@ -275,7 +276,7 @@ describe('parseAckAnswer: the recorded answers', () => {
 describe('ackBatchBody', () => {
   it('every message with the lease id, the consumer group at the top level only', () => {
     const record = batchOf('p16', 'rec-1796353518618-group', 'billing');
-    const body = JSON.parse(ackBatchBody(record, 'retry', 'why'));
+    const body = JSON.parse(ackBatchBody(record, ackItems(record, 'retry', 'why')));
     assert.deepEqual(Object.keys(body), ['acknowledgments', 'consumerGroup']);
     assert.equal(body.consumerGroup, 'billing');
     for (const ack of body.acknowledgments) {
@@ -288,7 +289,7 @@ describe('ackBatchBody', () => {
 
   it('refuses to build an empty batch, which the broker never answers', () => {
     const record = { ...batchOf('p16', 'rec-1796353518618-group', 'billing'), messages: [] };
-    assert.throws(() => ackBatchBody(record, 'completed', null), /never sent/);
+    assert.throws(() => ackBatchBody(record, []), /never sent/);
   });
 });
 

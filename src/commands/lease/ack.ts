@@ -8,7 +8,14 @@
 import { createReadStream, statSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import type { StdinLike } from '../../args.js';
-import { ACK_STATUSES, refusedForLease, type AckResult, type AckStatus } from '../../broker/ack.js';
+import {
+  ACK_STATUSES,
+  ackItems,
+  refusedForLease,
+  type AckItem,
+  type AckResult,
+  type AckStatus,
+} from '../../broker/ack.js';
 import { MAX_BATCH_RECORD_BYTES, parseBatchRecord, type BatchRecord } from '../../broker/batch.js';
 import type { BrokerClient } from '../../broker/client.js';
 import { withRetries, type RetryPolicy } from '../../broker/retry.js';
@@ -192,33 +199,51 @@ function resultWords(result: AckResult, status: AckStatus): string {
   return status === 'completed' ? 'acked' : status === 'retry' ? 'acked (redelivered)' : 'acked (failed)';
 }
 
+/** How an ack is sent: retries of a request that never reached the broker, within a deadline. */
+export interface AckSending {
+  retry: RetryPolicy;
+  deadline?: number;
+  stopRetries?: AbortSignal;
+}
+
 /**
- * Sends the ack of a parsed record and says what the broker did: `lease run` acks through this.
+ * Sends the ack of a parsed record, every message alike, and says what the broker did.
  * Retries only a request that never reached the broker; anything else propagates.
  */
 export async function ackBatch(
   record: BatchRecord,
-  options: Pick<AckOptions, 'status' | 'error' | 'retry'> & { deadline?: number; stopRetries?: AbortSignal },
+  options: Pick<AckOptions, 'status' | 'error'> & AckSending,
   runtime: AckRuntime,
   onRetry?: (message: string) => void,
 ): Promise<AckRecord> {
+  const results = await ackMessages(record, ackItems(record, options.status, options.error), options, runtime, onRetry);
+  return ackRecord(record, options.status, results);
+}
+
+/**
+ * Sends one ack of some messages of a batch, each with its own status (`lease run` acks through
+ * this), and returns what the broker said of each, in the items' order. Sent once; only a request
+ * that never reached the broker is tried again.
+ */
+export async function ackMessages(
+  record: Pick<BatchRecord, 'leaseId' | 'consumerGroup'>,
+  items: readonly AckItem[],
+  options: AckSending,
+  runtime: AckRuntime,
+  onRetry?: (message: string) => void,
+): Promise<AckResult[]> {
   const { client, clock, signal } = runtime;
   const of = Number.isFinite(options.retry.retries) ? ` of ${options.retry.retries}` : '';
-  const results = await withRetries(
-    () => client.ackBatch(record, options.status, options.error, { signal }),
-    options.retry,
-    {
-      clock,
-      signal,
-      ...(options.deadline !== undefined && { deadline: options.deadline }),
-      ...(options.stopRetries && { stopRetries: options.stopRetries }),
-      onRetry: (error, attempt, delayMs) =>
-        onRetry?.(
-          `${error.message}; the ack never reached the broker: retry ${attempt}${of} in ${formatDuration(delayMs)}`,
-        ),
-    },
-  );
-  return ackRecord(record, options.status, results);
+  return withRetries(() => client.ackBatch(record, items, { signal }), options.retry, {
+    clock,
+    signal,
+    ...(options.deadline !== undefined && { deadline: options.deadline }),
+    ...(options.stopRetries && { stopRetries: options.stopRetries }),
+    onRetry: (error, attempt, delayMs) =>
+      onRetry?.(
+        `${error.message}; the ack never reached the broker: retry ${attempt}${of} in ${formatDuration(delayMs)}`,
+      ),
+  });
 }
 
 export async function runAck(options: AckOptions, runtime: AckRuntime): Promise<ExitCode> {

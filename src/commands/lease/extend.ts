@@ -12,7 +12,13 @@ import type { ColumnSpec } from '../../output/fit.js';
 import { bad, ok, type Cell } from '../../output/table.js';
 import type { GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
-import { leaseRunOptions, requestsFor, runLeaseRequests, type LeaseRunOptions, type LeaseView } from './lease-run.js';
+import {
+  leaseRunOptions,
+  requestsFor,
+  runLeaseRequests,
+  type LeaseRunOptions,
+  type LeaseView,
+} from './lease-requests.js';
 import { allowEmptyOption, exitCodesHelp, LEASE_IDS_ARGUMENT, retriesOption, secondsOption } from './options.js';
 import type { LeaseOutcome } from '../../renewal/renew-all.js';
 

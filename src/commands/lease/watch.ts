@@ -75,7 +75,7 @@ export interface WatchOptions {
   /** --allow-empty: `-` reading no id is nothing to watch (exit 0, no command started). */
   allowEmpty?: boolean;
   /** Set in the command's environment too (`lease run`: the queue, group, partitions, batch file). */
-  childEnv?: Readonly<Record<string, string>>;
+  childEnv?: Readonly<Record<string, string | undefined>>;
   /** The command's standard input, chunk by chunk (`lease run`: the messages); else inherited. */
   childInput?: readonly string[];
 }

@@ -1,0 +1,702 @@
+/**
+ * The consumer `lease run` is (docs/cli-contract.md#lease-run): a batch's life, take, deliver,
+ * settle, one batch after another.
+ *
+ * - take: a pop as `lease acquire` takes it, renewed at once to --seconds; while a partition is
+ *   bisected (retry-policy.ts) its next batch is taken through the partition route, smaller;
+ * - deliver: the command runs on the messages (delivery.ts) while the lease is renewed and the
+ *   command supervised exactly as `lease watch -- command` does; then each message's outcome is
+ *   read from its results file and its end (outcomes.ts);
+ * - settle: the outcomes become acks by the broker's cursor rule (ack-rule.ts): completions at
+ *   once, the first message of a partition that did not succeed after its retry delay (the lease
+ *   held and renewed meanwhile, while the next batches go on), then what a dead-lettering left
+ *   under the lease, until nothing of the batch is left unsaid. Always with the lease id.
+ *
+ * Nothing between the pop and the ack may leave a lease to expire: a failure of queenctl's own
+ * there (a batch file it cannot write, a command it cannot start) is a failure of the batch's
+ * messages, acked `retry`, and the run says so. The command's own status is never queenctl's.
+ */
+import type { AckItem, AckResult } from '../broker/ack.js';
+import { partitionsOf, type BatchMessage, type BatchRecord } from '../broker/batch.js';
+import { isTransient } from '../broker/retry.js';
+import type { Runtime } from '../commands/runtime.js';
+import type { VerbProcess } from '../commands/globals.js';
+import { ackMessages, ackRefusal, ackRecord, type AckRuntime } from '../commands/lease/ack.js';
+import { acquireBatch, type AcquireOptions, type AcquireRuntime } from '../commands/lease/acquire.js';
+import { watchWithCommand, type WatchOptions, type WatchPorts } from '../commands/lease/watch.js';
+import { ExitCode, QueenctlError, signalExitCode } from '../exit.js';
+import { escapeText } from '../output/sanitise.js';
+import { tokenOnCommandLineHint, type WatchOutputMode } from '../output/watch.js';
+import { loadTerminalText, writeMessage, writeMessageNow } from '../output/width.js';
+import { errorMessage, warningMessage } from '../output/words.js';
+import { defaultEveryMs, RenewalScheduler } from '../renewal/scheduler.js';
+import { processGroupLauncher } from '../watch/process-group.js';
+import type { ChildExit } from '../watch/supervisor.js';
+import { ackRule } from './ack-rule.js';
+import { prepareDelivery, type Delivery, type InputMode } from './delivery.js';
+import { outcomesOf, type CommandEnd, type Outcome } from './outcomes.js';
+import { readResults } from './results.js';
+import { RetryPolicy, type RetryOptions } from './retry-policy.js';
+
+export interface ConsumerOptions {
+  /** The pop: acquire's flags; `seconds` is run's --seconds (the renewal right after the pop). */
+  acquire: Omit<AcquireOptions, 'format' | 'noHeaders'> & { seconds: number };
+  everyMs: number | undefined;
+  killAfterMs: number;
+  retry: RetryOptions;
+  input: InputMode;
+  /** How many batches; 'until-empty': until a pop finds nothing. */
+  batches: number | 'until-empty';
+  command: readonly [string, ...string[]];
+  output: WatchOutputMode;
+  requestTimeoutMs: number;
+  concurrency: number;
+  concurrencyGiven: boolean;
+  tokenOnCommandLine: boolean;
+}
+
+export type ConsumerRuntime = Runtime<AcquireRuntime['client'] & AckRuntime['client'] & Runtime['client']>;
+
+/** What the acks of one batch came to (the `acked` event's counts). */
+export interface BatchCounts {
+  completed: number;
+  retry: number;
+  failed: number;
+  dlq: number;
+  refused: number;
+  /** Not acked: they come back with the message before them that did not succeed. */
+  pending: number;
+}
+
+/** Machine events of a run besides watch's (docs/cli-contract.md#lease-run). */
+type RunEvent =
+  | { event: 'acquired'; at: string; leaseId: string; queue: string; partitions: string[]; messages: number }
+  | ({ event: 'acked'; at: string; leaseId: string } & CommandStatus & BatchCounts)
+  | { event: 'empty'; at: string; queue: string };
+
+type CommandStatus = { exitStatus: number | null } | { signal: string };
+
+/** How a batch came to an end, and whether the run goes on. */
+interface BatchEnd {
+  /** 0: every message completed; else this batch's status (5, 4, 2, 126, a signal's...). */
+  code: number;
+  /** Take no further batch. */
+  last: boolean;
+}
+
+/** A batch taken, as far as settling it needs. */
+interface Taken {
+  record: BatchRecord;
+  /** The command's end in words, and its status for the `acked` event. */
+  status: CommandStatus;
+  words: string;
+}
+
+/**
+ * A run's status from its batches': the first that applies of 3, 2, 4, 126/127 (the contract's
+ * order), then the signal that stopped queenctl (what it cut short was acked retry: not a
+ * failure of the messages), then 5, then 0.
+ */
+export function runExitStatus(codes: ReadonlySet<number>): number {
+  const precedence = [ExitCode.Auth, ExitCode.Broker, ExitCode.NotHeld, 126, 127];
+  const signal = [...codes].find((code) => code > 128);
+  return (
+    precedence.find((code) => codes.has(code)) ??
+    signal ??
+    (codes.has(ExitCode.MessageFailed) ? ExitCode.MessageFailed : undefined) ??
+    [...codes].find((code) => code !== 0) ??
+    ExitCode.Ok
+  );
+}
+
+/** `exit status 1`, `killed by SIGTERM (143)`: the command's end, as recorded with an ack. */
+export function exitWords(exit: ChildExit): string {
+  if (exit.startError) {
+    return `it could not be started (${exit.startError.code ?? exit.startError.message}, status ${exit.status})`;
+  }
+  if (exit.signal) return `it was ended by ${exit.signal} (status ${exit.status})`;
+  return `it exited with status ${exit.status}`;
+}
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+export class Consumer {
+  /** The first signal queenctl got; no batch is taken after it, and retry waits end. */
+  private signalled: NodeJS.Signals | null = null;
+  /** Aborted by a signal during a pop, or a second signal: what is in flight is abandoned. */
+  private readonly hard = new AbortController();
+  /** The supervisor's signal listener while a command runs (watch's relay goes to it). */
+  private forward: ((signal: NodeJS.Signals) => void) | null = null;
+  /** Aborted by the first signal: retry waits end, an ack that never reached the broker is not tried again. */
+  private readonly soft = new AbortController();
+  /** Aborts the watch of the current batch: a signal before its command started. */
+  private watchAbort: AbortController | null = null;
+  private phase: 'pop' | 'watch' | 'idle' = 'idle';
+  private readonly policy: RetryPolicy;
+  /** Batches still settling (a retry delay), by lease id: their partitions are held. */
+  private readonly settling = new Map<string, { partitions: Set<string>; done: Promise<'settled'> }>();
+  /** The statuses of the batches so far. */
+  private readonly codes = new Set<number>();
+  /** The status of the last lost lease (4, or 3/2 when renewal was refused or failed). */
+  private lostCode: number = ExitCode.NotHeld;
+  private stopTaking = false;
+  // One guardian for every batch's command (src/watch/process-group.ts).
+  private readonly launch = processGroupLauncher({ reuse: true });
+  private readonly everyMs: number;
+
+  constructor(
+    private readonly options: ConsumerOptions,
+    private readonly runtime: ConsumerRuntime,
+    private readonly proc: VerbProcess,
+  ) {
+    this.policy = new RetryPolicy(options.retry);
+    this.everyMs = options.everyMs ?? defaultEveryMs(options.acquire.seconds);
+  }
+
+  async run(): Promise<number> {
+    const { options } = this;
+    // For the whole run, signals are this run's to act on (cli.ts then never exits on its own):
+    // the first one is forwarded to a running command and ends the run after its batch.
+    const release = this.proc.relaySignals((signal) => this.onSignal(signal));
+    // On a terminal, the libraries that wrap its lines, loaded now: the run's lines are written
+    // between the command's and the watch's, at once (writeMessageNow).
+    if (this.runtime.io.stderrWidth !== undefined) await loadTerminalText();
+    if (options.tokenOnCommandLine) this.warn(tokenOnCommandLineHint());
+    try {
+      let taken = 0;
+      while (!this.stopTaking && !this.signalled) {
+        if (options.batches !== 'until-empty' && taken >= options.batches) break;
+        const next = await this.take(taken === 0);
+        if (next === 'again') continue;
+        if (next === 'end') break;
+        taken++;
+        await this.deliverAndSettle(next);
+      }
+      // Every batch settled before queenctl exits: the waits a signal cut short are acked now.
+      await this.settled();
+    } finally {
+      release();
+    }
+    // Stopped by a signal, with every batch settled: 128 + n, as a shell reports it.
+    if (this.signalled) this.codes.add(signalExitCode(this.signalled));
+    return runExitStatus(this.codes);
+  }
+
+  private onSignal(signal: NodeJS.Signals): void {
+    const again = this.signalled !== null;
+    this.signalled ??= signal;
+    this.soft.abort(signal);
+    if (this.forward) this.forward(signal);
+    else if (this.phase === 'watch') this.watchAbort?.abort(signal);
+    if (again || this.phase === 'pop') this.hard.abort(signal);
+  }
+
+  /** Waits for every batch still settling. */
+  private async settled(): Promise<void> {
+    while (this.settling.size > 0) await Promise.all([...this.settling.values()].map((entry) => entry.done));
+  }
+
+  /** The pop of the next batch: a batch taken, or 'again' (pop once more), or 'end'. */
+  private async take(first: boolean): Promise<Taken['record'] | 'again' | 'end'> {
+    const { options, runtime } = this;
+    const held = new Set([...this.settling.values()].flatMap((entry) => [...entry.partitions]));
+    // A partition being bisected whose lease is not ours any more: its next, smaller batch, by name
+    // where the broker can address it (it does not decode that path segment: docs/broker.md).
+    const bisected = this.policy
+      .bisected()
+      .find((step) => !held.has(step.partitionId) && encodeURIComponent(step.name) === step.name);
+    const request = bisected
+      ? { ...options.acquire, partition: bisected.name, batch: bisected.size, waitMs: undefined }
+      : options.acquire;
+    this.phase = 'pop';
+    let acquired: Awaited<ReturnType<typeof acquireBatch>>;
+    try {
+      acquired = await acquireBatch(
+        { ...request, format: null, noHeaders: false },
+        { ...runtime, signal: this.hard.signal },
+      );
+    } catch (error) {
+      if (!this.hard.signal.aborted) {
+        if (!(error instanceof QueenctlError)) throw error;
+        await writeMessage(runtime.io, errorMessage(error));
+        this.codes.add(error.exitCode);
+        return 'end';
+      }
+      await writeMessage(
+        runtime.io,
+        `queenctl: interrupted during the pop of queue ${escapeText(options.acquire.queue)}: a lease it may have ` +
+          `taken holds its messages for the queue's lease time\n`,
+      );
+      this.codes.add(signalExitCode(this.hard.signal.reason));
+      return 'end';
+    } finally {
+      this.phase = 'idle';
+    }
+    if (acquired.kind === 'none') {
+      if (bisected) {
+        // Taken by another consumer, or nothing left of it: the bisection is over.
+        this.policy.forget(bisected.partitionId);
+        return 'again';
+      }
+      this.emit({ event: 'empty', at: this.at(), queue: options.acquire.queue });
+      if (this.settling.size > 0) {
+        // The messages this run holds back for their retry delay come back once acked: wait for
+        // them, then look again (a pop finding nothing meanwhile does not end the run).
+        await Promise.race([...this.settling.values()].map((entry) => entry.done));
+        return 'again';
+      }
+      if (options.batches === 'until-empty') {
+        this.note(`nothing more to take: ${acquired.message}`);
+        return 'end';
+      }
+      // The first pop finding nothing is acquire's exit 4; a later one ends --batches early.
+      if (first) {
+        await writeMessage(runtime.io, `queenctl: ${acquired.message}\n`);
+        this.codes.add(acquired.code);
+      } else this.note(`no further batch: ${acquired.message}`);
+      return 'end';
+    }
+    const { record, renewal } = acquired;
+    this.emit({
+      event: 'acquired',
+      at: this.at(),
+      leaseId: record.leaseId,
+      queue: record.queue,
+      partitions: record.partitions,
+      messages: record.messages.length,
+    });
+    this.note(
+      `took lease ${escapeText(record.leaseId)}: ${plural(record.messages.length, 'message')} of queue ` +
+        `${escapeText(record.queue)}`,
+    );
+    if (!renewal.ok && 'lost' in renewal) {
+      await writeMessage(
+        runtime.io,
+        `queenctl: lease ${escapeText(record.leaseId)} was taken, but the renewal right after the pop renewed ` +
+          `nothing: it is gone already; the command was not started, nothing was acked, and its messages go to ` +
+          `the next pop\n`,
+      );
+      this.codes.add(ExitCode.NotHeld);
+      return 'end';
+    }
+    return record;
+  }
+
+  /**
+   * Runs the command on a batch and settles it. 'waiting': its settling waits out a retry delay
+   * (its status is added once it is done), and the run goes on meanwhile.
+   */
+  private async deliverAndSettle(record: BatchRecord): Promise<'settled' | 'waiting'> {
+    const { given } = this.policy.work(record.messages);
+    const work = record.messages.filter((_, index) => given[index]);
+    const delivered = await this.deliver(record, work);
+    if (delivered === null) {
+      this.batchEnded({ code: this.lostCode, last: true });
+      return 'settled';
+    }
+    const { end, outcomes: workOutcomes, startCode } = delivered;
+    let next = 0;
+    const outcomes = record.messages.map((_, index): Outcome => {
+      if (given[index]) return workOutcomes[next++] as Outcome;
+      return {
+        status: 'retry',
+        cause: 'held-back',
+        error: 'held back while a failing message of its partition is sought',
+      };
+    });
+    const taken: Taken = { record, ...this.statusOf(end) };
+    let waiting: () => void = () => {};
+    const waits = new Promise<'waiting'>((resolve) => (waiting = () => resolve('waiting')));
+    const done = this.settle(taken, outcomes, waiting).then((ended) => {
+      this.settling.delete(record.leaseId);
+      // A command that could not start ends the run with 126/127 once its batch went back.
+      this.batchEnded(startCode === null ? ended : { code: startCode, last: true });
+      return 'settled' as const;
+    });
+    this.settling.set(record.leaseId, { partitions: new Set(record.messages.map((m) => m.partitionId)), done });
+    return Promise.race([done, waits]);
+  }
+
+  /** A batch's status counts toward the run's; a last one stops the taking of batches. */
+  private batchEnded(end: BatchEnd): void {
+    this.codes.add(end.code);
+    if (end.last) this.stopTaking = true;
+  }
+
+  /**
+   * Runs the command on the messages given it, with the lease renewed. Null when the lease was
+   * lost meanwhile (nothing is acked: the batch is the redelivery's). `startCode`: 126/127 when
+   * the command could not be started or its batch prepared.
+   */
+  private async deliver(
+    record: BatchRecord,
+    work: BatchMessage[],
+  ): Promise<{ end: CommandEnd; outcomes: Outcome[]; startCode: number | null } | null> {
+    const { options, runtime } = this;
+    const given: BatchRecord = { ...record, partitions: partitionsOf(work), messages: work };
+    let delivery: Delivery;
+    try {
+      delivery = prepareDelivery(
+        given,
+        options.input,
+        (message) => JSON.stringify(message),
+        (batch) => JSON.stringify(batch),
+      );
+    } catch (error) {
+      const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      const words = `queenctl could not write the batch file in ${escapeText(tmpdirName())} (${why})`;
+      await writeMessage(
+        runtime.io,
+        `queenctl: ${words}: the command was not started, and the batch goes back at once; give TMPDIR a ` +
+          `directory you can write to\n`,
+      );
+      const end: CommandEnd = { kind: 'not-run', words };
+      return { end, outcomes: outcomesOf(work, end, new Map()), startCode: ExitCode.CannotExecute };
+    }
+    let watched: Awaited<ReturnType<typeof watchWithCommand>>;
+    this.watchAbort = new AbortController();
+    try {
+      this.phase = 'watch';
+      watched = await watchWithCommand(
+        [record.leaseId],
+        this.watchOptions(delivery),
+        { ...runtime, signal: this.watchAbort.signal },
+        this.watchPorts(),
+      );
+    } catch (error) {
+      delivery.remove();
+      throw error;
+    } finally {
+      this.phase = 'idle';
+      this.forward = null;
+    }
+    const { exit } = watched;
+    if (exit === null && !this.watchAbort.signal.aborted) {
+      delivery.remove();
+      // Lost (or never renewed): watch said so; the batch is the redelivery's now.
+      await writeMessage(
+        runtime.io,
+        `queenctl: nothing was acked: lease ${escapeText(record.leaseId)} is no longer this run's, and its ` +
+          `messages go to the next pop\n`,
+      );
+      this.lostCode = watched.status;
+      return null;
+    }
+    const end = this.endOf(exit, work.length);
+    let reported = new Map();
+    if (end.kind === 'exited') {
+      const results = readResults(delivery.resultsFile, work);
+      if (results.ok) {
+        reported = results.reported;
+        if (results.ignored > 0) {
+          this.warn(
+            `${plural(results.ignored, 'line')} of the results file named no message of lease ` +
+              `${escapeText(record.leaseId)} or were not {"transactionId","status"} objects: ignored`,
+          );
+        }
+      } else {
+        delivery.remove();
+        const words = `its results file could not be read: ${results.why}`;
+        this.warn(`${words}; no message of lease ${escapeText(record.leaseId)} is taken as completed`);
+        const outcomes = work.map((): Outcome => ({ status: 'retry', cause: 'command', error: words }));
+        return { end, outcomes, startCode: null };
+      }
+    }
+    delivery.remove();
+    const startCode = exit?.startError ? exit.status : null;
+    return { end, outcomes: outcomesOf(work, end, reported), startCode };
+  }
+
+  private endOf(exit: ChildExit | null, messages: number): CommandEnd {
+    const command = escapeText(this.options.command[0]);
+    if (exit === null) {
+      return {
+        kind: 'stopped',
+        words: `queenctl was stopped by ${this.signalled ?? 'a signal'} before ${command} started`,
+      };
+    }
+    const words = `${command}: ${exitWords(exit)}`;
+    if (exit.startError) return { kind: 'not-run', words };
+    // Ended after queenctl forwarded a signal: not the messages' failure; back at once.
+    if (this.signalled && exit.status !== 0) return { kind: 'stopped', words };
+    const inputWritten = this.options.input === 'none' ? messages : (exit.inputWritten ?? 0);
+    return { kind: 'exited', status: exit.status, inputWritten, words };
+  }
+
+  private statusOf(end: CommandEnd): Pick<Taken, 'status' | 'words'> {
+    if (end.kind === 'exited') return { status: { exitStatus: end.status }, words: end.words };
+    return { status: { exitStatus: null }, words: end.words };
+  }
+
+  /**
+   * Acks a batch by its outcomes, as the cursor rule allows, in rounds: each round acks, per
+   * partition, the completed messages first, then (after its retry delay, the lease held) the
+   * first that did not succeed; a dead-lettering leaves the rest under the lease, which the next
+   * round settles. `waiting` is called when a round begins a wait.
+   */
+  private async settle(taken: Taken, outcomes: readonly Outcome[], waiting: () => void): Promise<BatchEnd> {
+    const { record } = taken;
+    const counts: BatchCounts = { completed: 0, retry: 0, failed: 0, dlq: 0, refused: 0, pending: 0 };
+    let givenUp = false;
+    // Indexes into the batch's messages of those still to settle.
+    let scope = record.messages.map((_, index) => index);
+    while (scope.length > 0) {
+      const messages = scope.map((index) => record.messages[index] as BatchMessage);
+      const scoped = scope.map((index) => outcomes[index] as Outcome);
+      const completions: AckItem[] = [];
+      const decisive: Array<{ item: AckItem; delayMs: number; after: number[] }> = [];
+      for (const acks of ackRule(messages, scoped)) {
+        for (const index of acks.completed) {
+          completions.push({ message: messages[index] as BatchMessage, status: 'completed', error: null });
+        }
+        const decision = this.policy.decide(acks, messages, scoped);
+        if (acks.decisive === null || decision === null) continue;
+        const outcome = scoped[acks.decisive] as Exclude<Outcome, { status: 'completed' }>;
+        const message = messages[acks.decisive] as BatchMessage;
+        const after = acks.comeBack.map((index) => scope[index] as number);
+        decisive.push({
+          item: { message, status: decision.status, error: outcome.error },
+          delayMs: decision.delayMs,
+          after,
+        });
+        if (decision.givenUp) givenUp = true;
+      }
+      const delayMs = Math.max(0, ...decisive.map((entry) => entry.delayMs));
+      const waits = delayMs > 0 && !this.soft.signal.aborted;
+      const acked: Array<{ item: AckItem; result: AckResult }> = [];
+      // Completions at once; the rest after the wait, or with them when there is none.
+      const first = waits ? completions : [...completions, ...decisive.map((entry) => entry.item)];
+      const sent = await this.sendAck(record, first);
+      if (typeof sent === 'number') return this.ended(taken, counts, sent, true);
+      acked.push(...sent);
+      if (waits) {
+        waiting();
+        if (!(await this.hold(record.leaseId, delayMs))) {
+          const back = decisive.reduce((sum, entry) => sum + 1 + entry.after.length, 0);
+          counts.pending += back;
+          await writeMessage(
+            this.runtime.io,
+            `queenctl: lease ${escapeText(record.leaseId)} was lost while a retry waited its delay: nothing more ` +
+              `was acked, and ${plural(back, 'message')} come back to the next pop\n`,
+          );
+          return this.ended(taken, counts, ExitCode.NotHeld, true);
+        }
+        const rest = await this.sendAck(
+          record,
+          decisive.map((entry) => entry.item),
+        );
+        if (typeof rest === 'number') return this.ended(taken, counts, rest, true);
+        acked.push(...rest);
+      }
+      for (const { item, result } of acked) tally(counts, item, result);
+      const refusal = ackRefusal(
+        ackRecord(
+          record,
+          'completed',
+          acked.map((entry) => entry.result),
+        ),
+      );
+      if (refusal !== null) {
+        for (const entry of decisive) counts.pending += entry.after.length;
+        await writeMessage(this.runtime.io, `queenctl: ${refusal}\n`);
+        return this.ended(taken, counts, ExitCode.NotHeld, true);
+      }
+      // What a dead-lettering left under the lease (docs/broker.md, m6): the next round settles it.
+      scope = [];
+      for (const { item, after } of decisive) {
+        const result = acked.find((entry) => entry.item === item)?.result;
+        if (item.status === 'retry') this.policy.retried(item.message);
+        if (item.status === 'failed' && result?.dlq === true) {
+          this.policy.deadLettered(item.message);
+          scope.push(...after);
+        } else {
+          counts.pending += after.length;
+        }
+      }
+      scope.sort((a, b) => a - b);
+    }
+    if (givenUp) {
+      const limit = this.options.retry.giveUpAfter;
+      writeMessageNow(
+        this.runtime.io,
+        `queenctl: no further batch: a message of lease ${escapeText(record.leaseId)} has failed ${limit} ` +
+          `times in this run (--give-up-after ${limit}; last: ${taken.words}); it was acked retry and is pending ` +
+          `for the next consumer (--on-failure failed would hand it to the dead-letter queue instead)\n`,
+      );
+    }
+    return this.ended(taken, counts, ExitCode.Ok, givenUp);
+  }
+
+  /** The batch's `acked` event and line, and its status. */
+  private ended(taken: Taken, counts: BatchCounts, code: number, last: boolean): BatchEnd {
+    const { record } = taken;
+    this.emit({ event: 'acked', at: this.at(), leaseId: record.leaseId, ...taken.status, ...counts });
+    const done = counts.completed === record.messages.length;
+    this.note(`acked lease ${escapeText(record.leaseId)}: ${countWords(counts)}${done ? '' : `; ${taken.words}`}`);
+    if (code !== ExitCode.Ok) return { code, last };
+    return { code: done ? ExitCode.Ok : ExitCode.MessageFailed, last };
+  }
+
+  /**
+   * One ack request; the broker's results, or the batch's status when it could not be sent or
+   * its outcome is unknown (never resent).
+   */
+  private async sendAck(
+    record: BatchRecord,
+    items: AckItem[],
+  ): Promise<Array<{ item: AckItem; result: AckResult }> | number> {
+    if (items.length === 0) return [];
+    const { options, runtime } = this;
+    const lease = escapeText(record.leaseId);
+    try {
+      return await ackMessages(
+        record,
+        items,
+        {
+          // Only an ack that never reached the broker is sent again: while the lease may still be held.
+          retry: { ...options.acquire.retry, retries: Number.POSITIVE_INFINITY },
+          deadline: runtime.clock.now() + Math.max(0, options.acquire.seconds * 1000 - this.everyMs),
+          // A signal: the ack in flight may finish, but one that never reached the broker waits no more.
+          stopRetries: this.soft.signal,
+        },
+        { ...runtime, signal: this.hard.signal },
+        (line) => this.warn(line),
+      ).then((results) => results.map((result, index) => ({ item: items[index] as AckItem, result })));
+    } catch (caught) {
+      if (this.hard.signal.aborted) {
+        await writeMessage(
+          runtime.io,
+          `queenctl: interrupted: the ack of lease ${lease} may or may not have landed; it was not sent again: ` +
+            `queenctl lease inspect ${lease} exits 0 while the lease is held\n`,
+        );
+        return signalExitCode(this.hard.signal.reason);
+      }
+      if (!(caught instanceof QueenctlError)) throw caught;
+      if (this.soft.signal.aborted && isTransient(caught)) {
+        await writeMessage(
+          runtime.io,
+          `queenctl: the ack of lease ${lease} never reached the broker (${escapeText(caught.message)}), and ` +
+            `after ${this.signalled} it was not tried again: the batch comes back to the next pop once the lease ` +
+            `has expired\n`,
+        );
+        return caught.exitCode;
+      }
+      await writeMessage(runtime.io, errorMessage(caught));
+      return caught.exitCode;
+    }
+  }
+
+  /**
+   * Holds a lease for `ms`, renewing it as watch does, so that no consumer is given its messages
+   * meanwhile; a signal ends the wait early. False when the lease was lost.
+   */
+  private async hold(leaseId: string, ms: number): Promise<boolean> {
+    const { options, runtime } = this;
+    let lost = false;
+    const over = new AbortController();
+    const stopWaiting = (): void => over.abort();
+    this.soft.signal.addEventListener('abort', stopWaiting, { once: true });
+    const scheduler = new RenewalScheduler(
+      [leaseId],
+      {
+        seconds: options.acquire.seconds,
+        everyMs: this.everyMs,
+        requestTimeoutMs: options.requestTimeoutMs,
+        concurrency: 1,
+      },
+      { client: runtime.client, clock: runtime.clock },
+      {
+        event: (event) => {
+          if (event.event === 'lost' || (event.event === 'stopped' && event.reason === 'error')) {
+            lost = true;
+            over.abort();
+          }
+        },
+        warn: (text) => this.warn(text),
+        cannotKeepUp: () => {},
+      },
+    );
+    const renewing = scheduler.run();
+    try {
+      await runtime.clock.sleep(ms, over.signal).catch(() => {});
+    } finally {
+      this.soft.signal.removeEventListener('abort', stopWaiting);
+      scheduler.stop('for');
+      await renewing;
+    }
+    return !lost;
+  }
+
+  private watchOptions(delivery: Delivery): WatchOptions & { command: readonly [string, ...string[]] } {
+    const { options } = this;
+    return {
+      leaseIds: [],
+      seconds: options.acquire.seconds,
+      everyMs: this.everyMs,
+      forMs: undefined,
+      killAfterMs: options.killAfterMs,
+      requestTimeoutMs: options.requestTimeoutMs,
+      concurrency: options.concurrency,
+      concurrencyGiven: options.concurrencyGiven,
+      command: options.command,
+      output: options.output,
+      tokenOnCommandLine: false,
+      // Never inherited: a QUEEN_PARTITIONS of queenctl's own environment would name other partitions.
+      childEnv: { QUEEN_PARTITIONS: undefined, ...delivery.env },
+      childInput: delivery.input,
+    };
+  }
+
+  private watchPorts(): WatchPorts {
+    return {
+      env: this.proc.env,
+      argvAfterDashDash: this.proc.argvAfterDashDash,
+      launch: this.launch,
+      relaySignals: (listener) => {
+        this.forward = listener;
+        return () => {
+          if (this.forward === listener) this.forward = null;
+        };
+      },
+    };
+  }
+
+  private at(): string {
+    return new Date(this.runtime.clock.now()).toISOString();
+  }
+
+  private emit(event: RunEvent): void {
+    if (this.options.output === 'events') this.runtime.io.stdout.write(`${JSON.stringify(event)}\n`);
+  }
+
+  /** A step, for people (log mode only). */
+  private note(text: string): void {
+    if (this.options.output === 'log') writeMessageNow(this.runtime.io, `queenctl: ${text}\n`);
+  }
+
+  private warn(text: string): void {
+    if (!this.runtime.io.quiet) writeMessageNow(this.runtime.io, warningMessage(text));
+  }
+}
+
+/** `3 completed, 1 to retry, 1 dead-lettered, 2 pending (they come back)`. */
+export function countWords(counts: BatchCounts): string {
+  const parts = [`${counts.completed} completed`];
+  if (counts.retry > 0) parts.push(`${counts.retry} acked retry (back at once)`);
+  if (counts.failed > 0) parts.push(`${counts.failed} acked failed (counted against the retry limit)`);
+  if (counts.dlq > 0) parts.push(`${counts.dlq} dead-lettered`);
+  if (counts.refused > 0) parts.push(`${counts.refused} refused by the broker`);
+  if (counts.pending > 0) parts.push(`${counts.pending} not acked (they come back with the one before them)`);
+  return parts.join(', ');
+}
+
+/** Adds one acked message to the counts: what it was acked as, or that the broker refused it. */
+function tally(counts: BatchCounts, item: AckItem, result: AckResult): void {
+  if (!result.success) counts.refused++;
+  else if (result.dlq) counts.dlq++;
+  else counts[item.status]++;
+}
+
+function tmpdirName(): string {
+  return process.env.TMPDIR ?? '/tmp';
+}

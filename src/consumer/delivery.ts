@@ -1,0 +1,81 @@
+/**
+ * How a batch reaches the command (docs/cli-contract.md#lease-run, "What the command gets"): a
+ * directory of its own per batch, made new (never reused by name) and readable by the user only,
+ * holding the batch record (`QUEEN_BATCH_FILE`) and the empty results file
+ * (`QUEEN_RESULTS_FILE`); the messages as lines for its standard input; and its environment, in
+ * which nothing the broker sent can split, glob, forge a variable or grow past what the system
+ * lets a process start with.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BatchRecord } from '../broker/batch.js';
+
+export const INPUTS = ['stdin', 'none'] as const;
+export type InputMode = (typeof INPUTS)[number];
+
+/** The prefix of a batch directory in the temporary directory. */
+export const BATCH_DIR_PREFIX = 'queenctl-run-';
+/**
+ * QUEEN_PARTITIONS at most this long: far below Linux's 128 KiB for one variable and 2 MiB for
+ * them all, whatever else the environment holds. Past it the names are in the batch file only.
+ */
+export const MAX_PARTITIONS_VARIABLE = 16 * 1024;
+/** No whitespace, quotes, glob, expansion or control characters: safe unquoted in any shell. */
+const PLAIN_NAME = /^[A-Za-z0-9._:@%+,=^-]+$/;
+
+export interface Delivery {
+  batchFile: string;
+  resultsFile: string;
+  /** Set in the command's environment. */
+  env: Record<string, string>;
+  /** The lines of its standard input, one message each; empty with --input none. */
+  input: string[];
+  /** Removes the directory; a command that removed or replaced what is in it is no error. */
+  remove(): void;
+}
+
+/**
+ * `QUEEN_PARTITIONS`: the names separated by spaces, only when every name is plain and the whole
+ * is small; otherwise undefined, and the names are in the batch file.
+ */
+export function partitionsVariable(names: readonly string[]): string | undefined {
+  if (names.length === 0 || !names.every((name) => PLAIN_NAME.test(name))) return undefined;
+  const value = names.join(' ');
+  return value.length <= MAX_PARTITIONS_VARIABLE ? value : undefined;
+}
+
+/**
+ * Writes a batch's files in a directory made for it. Throws what the file system said (a
+ * temporary directory that cannot be written): the caller settles the batch as not run.
+ */
+export function prepareDelivery(
+  record: BatchRecord,
+  input: InputMode,
+  lineOf: (message: BatchRecord['messages'][number]) => string,
+  recordText: (record: BatchRecord) => string,
+): Delivery {
+  // mkdtemp makes the directory 0700 with a name nobody could have guessed or made first; the
+  // files are created new in it (wx: no link followed), 0600.
+  const dir = mkdtempSync(join(tmpdir(), BATCH_DIR_PREFIX));
+  const remove = (): void => rmSync(dir, { recursive: true, force: true });
+  try {
+    const batchFile = join(dir, 'batch.json');
+    const resultsFile = join(dir, 'results.jsonl');
+    writeFileSync(batchFile, `${recordText(record)}\n`, { mode: 0o600, flag: 'wx' });
+    writeFileSync(resultsFile, '', { mode: 0o600, flag: 'wx' });
+    const env: Record<string, string> = {
+      QUEEN_QUEUE: record.queue,
+      QUEEN_CONSUMER_GROUP: record.consumerGroup,
+      QUEEN_BATCH_FILE: batchFile,
+      QUEEN_RESULTS_FILE: resultsFile,
+    };
+    const partitions = partitionsVariable(record.partitions);
+    if (partitions !== undefined) env.QUEEN_PARTITIONS = partitions;
+    const lines = input === 'none' ? [] : record.messages.map((message) => `${lineOf(message)}\n`);
+    return { batchFile, resultsFile, env, input: lines, remove };
+  } catch (error) {
+    remove();
+    throw error;
+  }
+}
