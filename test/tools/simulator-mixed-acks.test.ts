@@ -211,6 +211,13 @@ describe('simulator: m6, failed at the retry limit leaves the rest of the batch 
       dlq.map(pick),
       'the dead letter as the broker listed it',
     );
+
+    assert.equal(await control.expire(leaseId), true);
+    assert.deepEqual(
+      (await pop(queue, 'p1')).body.messages.map((m) => m.data.n),
+      [3, 4],
+      'once that lease runs out, n=3 and n=4 are taken again',
+    );
   });
 
   /** m6 up to round 3's dead-lettering, on a queue of its own; resolves to round 3's lease. */
