@@ -32,3 +32,27 @@ export function recordedAnswers(fixture: string, keyOf: (title: string) => strin
 export function recordedPopAck(): Map<string, RawAnswer> {
   return recordedAnswers('real-broker-pop-ack.txt', (title) => title.split(' ')[0] as string);
 }
+
+/** A message's state as the mixed-acks recording shows it from the database. */
+export type RecordedState = 'consumed' | 'pending' | 'dead-lettered';
+
+/**
+ * The `### state of <queue>` blocks of a recording: per queue, each message's state by its
+ * payload's `n` (`n=2 consumed dlq` is dead-lettered; `consumed -` and `pending -` as they say).
+ */
+export function recordedStates(fixture: string): Map<string, Map<number, RecordedState>> {
+  const text = readFileSync(new URL(`../../../test/fixtures/${fixture}`, import.meta.url), 'utf8');
+  const states = new Map<string, Map<number, RecordedState>>();
+  for (const block of text.split(/^### /m).slice(1)) {
+    const [title = '', ...lines] = block.split('\n');
+    const queue = /^state of (\S+)/.exec(title)?.[1];
+    if (queue === undefined) continue;
+    const byN = new Map<number, RecordedState>();
+    for (const line of lines) {
+      const row = /^n=(\d+) (consumed|pending) (dlq|-)$/.exec(line.trim());
+      if (row) byN.set(Number(row[1]), row[3] === 'dlq' ? 'dead-lettered' : (row[2] as RecordedState));
+    }
+    states.set(queue, byN);
+  }
+  return states;
+}

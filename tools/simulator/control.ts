@@ -22,15 +22,30 @@
  *                                    retryLimit), or change one → 201 and the queue
  *   GET    /_sim/queues/:name        the queue: pending per group, failures, dead letters → 200,
  *                                    or 404
- *   POST   /_sim/queues/:name/messages  push `{"messages": [payload, ...], "partition"?: name}`
- *                                    → 201 and their transaction ids; 404 for no such queue
+ *   POST   /_sim/queues/:name/messages  push `{"messages": [data, ...], "partition"?: name}`,
+ *                                    or with producer-chosen transaction ids `{"items":
+ *                                    [{"data": any, "transactionId"?: id}, ...], "partition"?:
+ *                                    name}` → 201 and their transaction ids, in order; 404 for
+ *                                    no such queue, 409 for a transaction id already in the
+ *                                    partition (nothing stored). Data of any depth is stored as
+ *                                    text and popped unchanged; partition names may hold any
+ *                                    character (spaces, quotes, `*`, control characters, NUL)
+ *   GET    /_sim/queues/:name/messages[?consumerGroup=g]  each message's state for the group
+ *                                    (default `__QUEUE_MODE__`) → 200 `{"queue", "consumerGroup",
+ *                                    "messages": [{"transactionId", "partition", "partitionId",
+ *                                    "state": "consumed"|"pending"|"dead-lettered", "settledBy":
+ *                                    "completed"|"auto-ack"|"dead-letter"|"cursor"|null, "acks":
+ *                                    {"completed", "retry", "failed"}, "deliveries": [{"leaseId",
+ *                                    "at"}]}]}` (`at`: broker epoch ms; `settledBy` `cursor` is
+ *                                    a message consumed without being completed: lost), or 404
  *
  * Bad input answers 400 (409 for a lease id in use) with `{"error": "..."}`.
  */
 import { type HeldCount, parseFault, type WireFault } from './faults.js';
 import { fail, SimulatorInputError } from './input.js';
 import type { LeaseSpec, LeaseView } from './leases.js';
-import type { QueueSpec, QueueView } from './queues.js';
+import { stringifyAnyDepth } from './json-text.js';
+import type { MessageStatesView, PushItem, QueueSpec, QueueView } from './queues.js';
 import type { LogEntry } from './request-log.js';
 import type { Simulator, SimulatorConfig, SimulatorStats } from './server.js';
 import { emptyReply, isoMicros, isRecord, jsonReply, type Reply, tryParseJson } from './wire.js';
@@ -38,16 +53,22 @@ import { emptyReply, isoMicros, isRecord, jsonReply, type Reply, tryParseJson } 
 // --- the routes -------------------------------------------------------------------------------
 
 /** The answer to a control request; `parts` are the path segments after `/_sim/`. */
-export function answerControl(sim: Simulator, method: string, parts: string[], body: string): Reply {
+export function answerControl(
+  sim: Simulator,
+  method: string,
+  parts: string[],
+  body: string,
+  query: URLSearchParams = new URLSearchParams(),
+): Reply {
   try {
-    return route(sim, method, parts, body);
+    return route(sim, method, parts, body, query);
   } catch (err) {
     if (err instanceof SimulatorInputError) return jsonReply(err.status, { error: err.message });
     throw err;
   }
 }
 
-function route(sim: Simulator, method: string, parts: string[], body: string): Reply {
+function route(sim: Simulator, method: string, parts: string[], body: string, query: URLSearchParams): Reply {
   const [resource, id = '', action] = parts;
   const input = (): unknown => {
     const parsed = tryParseJson(body.length === 0 ? '{}' : body);
@@ -105,7 +126,15 @@ function route(sim: Simulator, method: string, parts: string[], body: string): R
       if (partition !== undefined && (typeof partition !== 'string' || partition === '')) {
         fail('partition must be a non-empty string');
       }
+      if (push.items !== undefined) {
+        if (push.messages !== undefined) fail('a push has messages or items, not both');
+        return jsonReply(201, sim.pushItems(id, push.items as PushItem[], partition));
+      }
       return jsonReply(201, sim.push(id, push.messages as unknown[], partition));
+    }
+    case 'GET queues/:id/messages': {
+      const states = sim.messageStates(id, query.get('consumerGroup') || undefined);
+      return states ? jsonReply(200, states) : jsonReply(404, { error: 'no such queue' });
     }
     default:
       return jsonReply(404, { error: 'Not found' });
@@ -234,6 +263,23 @@ export class SimulatorControl {
     return (await this.call('POST', `/_sim/queues/${encodeURIComponent(queue)}/messages`, body)) as string[];
   }
 
+  /**
+   * Pushes messages with producer-chosen transaction ids (random where left out) and data of
+   * any depth; resolves to their transaction ids.
+   */
+  async pushItems(queue: string, items: PushItem[], partition?: string): Promise<string[]> {
+    const body = partition === undefined ? { items } : { items, partition };
+    return (await this.call('POST', `/_sim/queues/${encodeURIComponent(queue)}/messages`, body)) as string[];
+  }
+
+  /** Each message's state for `consumerGroup` (default `__QUEUE_MODE__`), or undefined for no such queue. */
+  async messageStates(queue: string, consumerGroup?: string): Promise<MessageStatesView | undefined> {
+    const group = consumerGroup === undefined ? '' : `?consumerGroup=${encodeURIComponent(consumerGroup)}`;
+    return (await this.call('GET', `/_sim/queues/${encodeURIComponent(queue)}/messages${group}`, undefined, [404])) as
+      | MessageStatesView
+      | undefined;
+  }
+
   /** The queue's state, or undefined when there is no such queue. */
   async queue(name: string): Promise<QueueView | undefined> {
     return (await this.call('GET', `/_sim/queues/${encodeURIComponent(name)}`, undefined, [404])) as
@@ -254,7 +300,8 @@ export class SimulatorControl {
       method,
       ...(body !== undefined && {
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
+        // Data nested past JSON.stringify's depth travels too (json-text.ts).
+        body: stringifyAnyDepth(body),
       }),
     });
     const text = await res.text();

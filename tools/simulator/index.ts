@@ -9,6 +9,8 @@
  *   leases.ts           the lease store: leases as (queue, partition, group) rows with expiries
  *   consumer-groups.ts  each (group, queue, partition)'s holder, and the routes that list them
  *   queues.ts           queues, partitions and messages: what a pop hands out and an ack does
+ *                       (one cursor per group and partition, a high-water mark), message states
+ *   json-text.ts        JSON text of any depth: data deeper than V8's JSON.stringify reaches
  *   pop-ack-route.ts    the pop and ack routes: the long poll, the empty batch never answered
  *   health.ts           GET /health: healthy, or 503 unhealthy with the database disconnected
  *   faults.ts           injected faults (latency, drops, resets, statuses, bodies, hangs, holds)
@@ -33,7 +35,16 @@ export {
   type HeldCount,
   type WireFault,
 } from './faults.js';
-export type { DeadLetter, QueueSpec, QueueView } from './queues.js';
+export type {
+  DeadLetter,
+  Delivery,
+  MessageState,
+  MessageStatesView,
+  PushItem,
+  QueueSpec,
+  QueueView,
+} from './queues.js';
+export { stringifyAnyDepth } from './json-text.js';
 export { SimulatorInputError } from './input.js';
 export type { LeaseRow, LeaseSpec, LeaseView, PartitionSpec } from './leases.js';
 export type { LogEntry } from './request-log.js';

@@ -1,42 +1,64 @@
 /**
  * The broker's queues, partitions and messages, and the pop and ack routes over them, as the real
- * broker answers them (docs/broker.md, "Pop and ack"; recorded byte for byte in
- * test/fixtures/real-broker-pop-ack.txt). A pop mints its lease in the same LeaseStore the extend
- * and consumer-group routes read (leases.ts), so `lease extend`, `inspect`, `list` and `watch`
- * see the leases that pops took.
+ * broker answers them (docs/broker.md, "Pop and ack" and "One batch, several outcomes"; recorded
+ * byte for byte in test/fixtures/real-broker-pop-ack.txt and
+ * test/fixtures/real-broker-mixed-acks.txt). A pop mints its lease in the same LeaseStore the
+ * extend and consumer-group routes read (leases.ts), so `lease extend`, `inspect`, `list` and
+ * `watch` see the leases that pops took.
  *
  * The model, per (consumer group, partition):
- *   - `consumed`: the messages acked `completed` (or skipped by a dead-lettering, below); the
- *     others are pending, and a pop hands out the pending ones, oldest first;
+ *   - one cursor, a high-water mark: the messages of a partition are in push order, and the
+ *     cursor is just past the highest message acked `completed` (or dead-lettered by `failed`).
+ *     Everything below it is consumed, whatever its own ack was: a `retry` or `failed` followed
+ *     by a `completed` of a later message loses the earlier one silently (m1, m2, m4 of the
+ *     mixed-acks recording). A pop hands out the messages at and after the cursor, in order;
  *   - `failures`: the `failed` acks counted against the queue's retry limit, per partition and
- *     not per message, as recorded: below the limit a `failed` ack releases the lease (the batch
- *     comes back); at the limit the message goes to the dead-letter queue and every pending
- *     message before it is consumed without being delivered again (the broker's cursor moves past
- *     it), and the lease is not released;
+ *     not per message, once per lease: below the limit a `failed` ack releases the lease (the
+ *     batch comes back); at the limit the message goes to the dead-letter queue, the cursor
+ *     moves past it, and the answer says `dlq: true, leaseReleased: false` whatever became of
+ *     the lease (m6: the rest of the batch stays under it);
  *   - a lease row's batch: how many messages it handed out and how many acks with its lease id
- *     landed, repeats counted; as many acks as messages release the row.
+ *     landed, repeats and dead-letterings counted; as many acks as messages release the row;
+ *   - per message, for the control interface: its acks, how it came below the cursor, and every
+ *     delivery (lease id, broker time), so a test can prove a consumer lost nothing.
  *
- * Recorded quirks kept: an ack without a lease id is applied unchecked (it moves the cursor
- * under whoever holds the partition now); an unknown `status` and an ack without the pop's
- * consumer group are `Invalid or expired lease`; `retry` releases the lease and never counts
- * toward the retry limit; after a dead-lettering, a pop of that partition by name hands out a
- * lease on no messages; `{"acknowledgments":[]}` is never answered.
+ * The acks of one request are each checked against the state before any of them is applied;
+ * an ack applied after an earlier one of the same request released the lease still lands, and
+ * answers `leaseReleased: true` (m1 to m4). Recorded quirks kept: an ack without a lease id is
+ * applied unchecked (it moves the cursor under whoever holds the partition now); an unknown
+ * `status` and an ack without the pop's consumer group are `Invalid or expired lease`; `retry`
+ * releases the lease and never counts toward the retry limit; once the cursor has passed a
+ * message that was not completed (lost or dead-lettered), a pop of that partition by name with
+ * nothing left hands out a lease on no messages (m1, m2, m4, p11); the partition route matches
+ * its path segment undecoded (routes.ts), and a partition it does not know is
+ * `partition_not_found`; `{"acknowledgments":[]}` is never answered.
+ *
+ * A message's data is kept as JSON text and spliced into a pop's answer as is (json-text.ts):
+ * data nested deeper than V8's JSON.stringify reaches comes back unchanged.
  */
 import { randomUUID } from 'node:crypto';
 import type { Scope } from './auth.js';
 import { fail, isFiniteNumber, isPositiveInt, isString, optional } from './input.js';
+import { dataText } from './json-text.js';
 import { DEFAULT_GROUP, type LeaseRow, type LeaseStore, type StoredLease, uuidV7Like } from './leases.js';
-import { isoMicros, isRecord, jsonReply, type Reply, tryParseJson } from './wire.js';
+import { isoMicros, isRecord, jsonReply, jsonTextReply, type Reply, tryParseJson } from './wire.js';
 
 /** What `createQueue` takes: the broker's `POST /api/v1/configure`, and the partitions to make. */
 export interface QueueSpec {
   name: string;
-  /** A count (p1, p2, …) or names; default one partition, `Default`, as the broker's push makes. */
+  /** A count (p1, p2, …) or names (any characters); default one partition, `Default`, as the broker's push makes. */
   partitions?: number | string[];
   /** Seconds a pop's lease lasts (the broker's `leaseTime`; default 300). */
   leaseTime?: number;
   /** `failed` acks per partition before the dead-letter queue (the broker's `retryLimit`; default 3). */
   retryLimit?: number;
+}
+
+/** One message of a push: its data (any JSON value) and, when the producer chooses it, its transaction id. */
+export interface PushItem {
+  data: unknown;
+  /** Unique within the partition; a random UUID when left out. */
+  transactionId?: string;
 }
 
 /** A queue as `Simulator.queue` shows it: what is pending per group, and the dead letters. */
@@ -61,11 +83,52 @@ export interface DeadLetter {
   failedAt: number;
 }
 
+/** One hand-out of a message by a pop. */
+export interface Delivery {
+  /** The pop's lease id; `''` for a pop with autoAck, as on the wire. */
+  leaseId: string;
+  /** Broker epoch ms. */
+  at: number;
+}
+
+/**
+ * Where one message stands for one consumer group: what a test of a consumer that must lose
+ * nothing reads (`Simulator.messageStates`, `GET /_sim/queues/:name/messages`).
+ */
+export interface MessageState {
+  transactionId: string;
+  partition: string;
+  partitionId: string;
+  /** Below the cursor (`consumed`, or `dead-lettered` when its own `failed` sent it there), or not. */
+  state: 'consumed' | 'pending' | 'dead-lettered';
+  /**
+   * How it came below the cursor: its own `completed` ack, a pop with autoAck, its own
+   * dead-lettering, or `cursor`: a later message's ack moved the cursor past it, so it was
+   * consumed without being completed (lost, as in m1, m2 and m4). Null while pending.
+   */
+  settledBy: 'completed' | 'auto-ack' | 'dead-letter' | 'cursor' | null;
+  /** The acks applied to it for this group (refused ones not counted), by status. */
+  acks: { completed: number; retry: number; failed: number };
+  /** Every pop that handed it out to this group, oldest first. */
+  deliveries: Delivery[];
+}
+
+/** `Simulator.messageStates`: the messages of a queue, by partition (name order) and push order. */
+export interface MessageStatesView {
+  queue: string;
+  consumerGroup: string;
+  messages: MessageState[];
+}
+
 interface StoredMessage {
   id: string;
   transactionId: string;
   data: unknown;
+  /** `data` as JSON text, spliced into a pop's answer as is. */
+  dataText: string;
   createdAt: number;
+  /** Its place in the partition: the cursor is a count of messages from the first. */
+  position: number;
 }
 
 interface Partition {
@@ -84,11 +147,27 @@ interface Queue {
   readonly deadLetters: DeadLetter[];
 }
 
-interface GroupPartition {
-  readonly consumed: Set<string>;
-  failures: number;
-  /** A message of this partition went to the dead-letter queue: see the partition route's pop. */
+/** What one group did with one message. */
+interface MessageRecord {
+  completed: number;
+  retry: number;
+  failed: number;
+  autoAcked: boolean;
   deadLettered: boolean;
+  deliveries: Delivery[];
+}
+
+/** A consumer group's position in one partition. */
+interface GroupPartition {
+  /** The high-water mark: the messages before this position are consumed. */
+  cursor: number;
+  failures: number;
+  /**
+   * The cursor passed a message that was not completed (lost, or dead-lettered): recorded, a
+   * pop of the partition by name with nothing left then hands out a lease on no messages.
+   */
+  passedUnfinished: boolean;
+  readonly records: Map<string, MessageRecord>;
 }
 
 /** One partition of a popped lease: what it handed out, and the acks with its lease id. */
@@ -101,7 +180,7 @@ interface BatchRow {
 
 export interface PopRequest {
   queue: string;
-  /** The partition route names one; the queue route takes any. */
+  /** The partition route names one (its path segment as sent, undecoded); the queue route takes any. */
   partition: string | undefined;
   group: string;
   batch: number;
@@ -124,6 +203,11 @@ const LEASE_REFUSED = 'Invalid or expired lease';
 
 /** Code-unit order, as the recording lists partitions. */
 const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** `{"key":text,…}` from texts already JSON: how a pop's answer carries its messages' data unchanged. */
+function objectText(entries: Array<[string, string]>): string {
+  return `{${entries.map(([key, text]) => `${JSON.stringify(key)}:${text}`).join(',')}}`;
+}
 
 export class Queues {
   private readonly queues = new Map<string, Queue>();
@@ -175,25 +259,64 @@ export class Queues {
 
   /** Appends messages (their `data`) to a partition, made if new; the queue must exist. */
   push(queueName: string, messages: unknown, partitionName: string | undefined, now: number): string[] {
+    if (!Array.isArray(messages)) fail('messages must be an array of payloads');
+    return this.pushItems(
+      queueName,
+      messages.map((data: unknown) => ({ data })),
+      partitionName,
+      now,
+    );
+  }
+
+  /**
+   * Appends messages with the transaction ids their producer chose (random ones where left out)
+   * to a partition, made if new. Every item is checked before any is stored: a transaction id
+   * already in the partition, or given twice, is refused (409).
+   */
+  pushItems(queueName: string, items: unknown, partitionName: string | undefined, now: number): string[] {
     const queue = this.queues.get(queueName);
     if (queue === undefined) fail(`no queue ${queueName}: create it first`, 404);
-    if (!Array.isArray(messages)) fail('messages must be an array of payloads');
+    if (!Array.isArray(items)) fail('items must be an array of {data, transactionId?}');
+    if (partitionName !== undefined && (!isString(partitionName) || partitionName === '')) {
+      fail('partition must be a non-empty string');
+    }
     const name = partitionName ?? [...queue.partitions.keys()].sort(byName)[0] ?? 'Default';
-    const partition = this.partition(queue, name);
-    const ids = messages.map((data) => {
-      const message: StoredMessage = { id: uuidV7Like(now), transactionId: randomUUID(), data, createdAt: now };
-      partition.messages.push(message);
-      partition.byTransaction.set(message.transactionId, message);
-      return message.transactionId;
+    const existing = queue.partitions.get(name);
+    const seen = new Set<string>();
+    const checked = items.map((item: unknown) => {
+      if (!isRecord(item) || !('data' in item)) fail('each item must be an object with data');
+      const chosen = item.transactionId;
+      if (chosen !== undefined && (!isString(chosen) || chosen === '')) {
+        fail('transactionId must be a non-empty string');
+      }
+      const transactionId = chosen ?? randomUUID();
+      if (seen.has(transactionId) || existing?.byTransaction.has(transactionId)) {
+        fail(`transactionId ${JSON.stringify(transactionId)} is already in partition ${JSON.stringify(name)}`, 409);
+      }
+      seen.add(transactionId);
+      return { data: item.data, transactionId, text: dataText(item.data) };
     });
+    const partition = this.partition(queue, name);
+    for (const { data, transactionId, text } of checked) {
+      const message: StoredMessage = {
+        id: uuidV7Like(now),
+        transactionId,
+        data,
+        dataText: text,
+        createdAt: now,
+        position: partition.messages.length,
+      };
+      partition.messages.push(message);
+      partition.byTransaction.set(transactionId, message);
+    }
     this.onChange();
-    return ids;
+    return checked.map((item) => item.transactionId);
   }
 
   view(name: string): QueueView | undefined {
     const queue = this.queues.get(name);
     if (queue === undefined) return undefined;
-    const partitions = [...queue.partitions.values()].sort((a, b) => byName(a.name, b.name));
+    const partitions = this.sortedPartitions(queue);
     const groups: QueueView['groups'] = {};
     for (const [group, cursors] of this.cursors) {
       for (const partition of partitions) {
@@ -201,7 +324,7 @@ export class Queues {
         if (cursor === undefined) continue;
         groups[group] ??= {};
         groups[group][partition.name] = {
-          pending: this.pending(partition, cursor).length,
+          pending: partition.messages.length - cursor.cursor,
           failures: cursor.failures,
         };
       }
@@ -214,6 +337,39 @@ export class Queues {
       groups,
       deadLetters: queue.deadLetters.map((letter) => ({ ...letter })),
     };
+  }
+
+  /** Each message's state for `group` (a group that never popped: every message pending). */
+  messageStates(queueName: string, group: string): MessageStatesView | undefined {
+    const queue = this.queues.get(queueName);
+    if (queue === undefined) return undefined;
+    const messages: MessageState[] = [];
+    for (const partition of this.sortedPartitions(queue)) {
+      const cursor = this.cursors.get(group)?.get(partition.id);
+      for (const message of partition.messages) {
+        const record = cursor?.records.get(message.transactionId);
+        const below = cursor !== undefined && message.position < cursor.cursor;
+        const settledBy: MessageState['settledBy'] = !below
+          ? null
+          : record?.deadLettered
+            ? 'dead-letter'
+            : record !== undefined && record.completed > 0
+              ? 'completed'
+              : record?.autoAcked
+                ? 'auto-ack'
+                : 'cursor';
+        messages.push({
+          transactionId: message.transactionId,
+          partition: partition.name,
+          partitionId: partition.id,
+          state: !below ? 'pending' : record?.deadLettered ? 'dead-lettered' : 'consumed',
+          settledBy,
+          acks: { completed: record?.completed ?? 0, retry: record?.retry ?? 0, failed: record?.failed ?? 0 },
+          deliveries: (record?.deliveries ?? []).map((delivery) => ({ ...delivery })),
+        });
+      }
+    }
+    return { queue: queueName, consumerGroup: group, messages };
   }
 
   /**
@@ -230,23 +386,29 @@ export class Queues {
     const taken: Array<{ partition: Partition; messages: StoredMessage[] }> = [];
     if (request.partition !== undefined) {
       const partition = queue.partitions.get(request.partition);
-      if (partition === undefined) return nothing;
+      // Observed: the route matches the name as sent, so `a%20b` does not find `a b`.
+      if (partition === undefined) {
+        return {
+          kind: 'nothing',
+          reply: jsonReply(200, { error: 'partition_not_found', messages: [], success: false }),
+        };
+      }
       if (this.isHeld(request.group, partition, now)) {
         return { kind: 'lease-held', reply: jsonReply(200, { error: 'lease_held', messages: [], success: false }) };
       }
       const cursor = this.cursor(request.group, partition);
-      const pending = this.pending(partition, cursor);
-      // Recorded: after a dead-lettering the partition route hands out a lease on no messages.
-      if (pending.length === 0 && !cursor.deadLettered) return nothing;
-      taken.push({ partition, messages: pending.slice(0, request.batch) });
+      const pending = this.pending(partition, cursor, request.batch);
+      // Recorded (m1, m2, m4, p11): once the cursor passed a message that was not completed,
+      // the partition route hands out a lease on no messages.
+      if (pending.length === 0 && !cursor.passedUnfinished) return nothing;
+      taken.push({ partition, messages: pending });
     } else {
       let left = request.batch;
-      for (const partition of [...queue.partitions.values()].sort((a, b) => byName(a.name, b.name))) {
+      for (const partition of this.sortedPartitions(queue)) {
         if (left === 0 || taken.length === request.partitions) break;
         if (this.isHeld(request.group, partition, now)) continue;
-        const pending = this.pending(partition, this.cursor(request.group, partition));
-        if (pending.length === 0) continue;
-        const messages = pending.slice(0, left);
+        const messages = this.pending(partition, this.cursor(request.group, partition), left);
+        if (messages.length === 0) continue;
         left -= messages.length;
         taken.push({ partition, messages });
       }
@@ -270,9 +432,9 @@ export class Queues {
 
   /**
    * The acks of one request, in order, each checked against the state before any of them is
-   * applied (recorded: a batch of two `retry` acks answers both with success and
-   * `leaseReleased: true`, though the first released the lease). `group` is the consumer group
-   * the route reads: the batch route's top level, the single route's body.
+   * applied (recorded: in m1 the `completed` acks after a `retry` that released the lease still
+   * land, and move the cursor past the retried message). `group` is the consumer group the
+   * route reads: the batch route's top level, the single route's body.
    */
   ack(acks: AckElement[], now: number): Reply {
     const checked = acks.map((ack) => this.check(ack, now));
@@ -316,21 +478,33 @@ export class Queues {
   ): { dlq: boolean; leaseReleased: boolean } {
     const { partition, message, batchRow } = check;
     const cursor = this.cursor(ack.group, partition);
+    const record = this.record(cursor, message);
     const status = ack.status;
     if (status === 'completed' || status === 'success') {
-      cursor.consumed.add(message.transactionId);
+      record.completed++;
+      this.advance(cursor, partition, message);
       if (batchRow === null) return { dlq: false, leaseReleased: false };
       batchRow.acks++;
+      // Recorded (m1 to m4): released by an earlier ack of the same request, it says so.
+      if (!this.rowIsHeld(batchRow)) return { dlq: false, leaseReleased: true };
       return { dlq: false, leaseReleased: batchRow.acks >= batchRow.size && this.releaseRow(batchRow, now) };
     }
     if (status === 'retry') {
+      record.retry++;
       // Recorded: every retry of the batch answers leaseReleased, the first having released it.
       if (batchRow !== null) this.releaseRow(batchRow, now);
       return { dlq: false, leaseReleased: batchRow !== null };
     }
     // failed, dlq: counted per partition against the retry limit.
+    record.failed++;
     if (cursor.failures >= partition.queue.retryLimit) {
       this.deadLetter(partition, cursor, message, ack, now);
+      // Recorded (m6): the dead-lettering counts as one of the batch's acks; the rest of the
+      // batch stays under the lease. Observed: a one-message batch's lease is gone, though the
+      // answer says leaseReleased false either way.
+      if (batchRow !== null && this.rowIsHeld(batchRow) && ++batchRow.acks >= batchRow.size) {
+        this.releaseRow(batchRow, now);
+      }
       return { dlq: true, leaseReleased: false };
     }
     if (batchRow === null) {
@@ -342,6 +516,16 @@ export class Queues {
     return { dlq: false, leaseReleased: true };
   }
 
+  /** The cursor, a high-water mark, moves just past `message` if it is not past it already. */
+  private advance(cursor: GroupPartition, partition: Partition, message: StoredMessage): void {
+    if (message.position < cursor.cursor) return;
+    for (let position = cursor.cursor; position < message.position; position++) {
+      const passed = cursor.records.get((partition.messages[position] as StoredMessage).transactionId);
+      if (passed === undefined || (passed.completed === 0 && !passed.autoAcked)) cursor.passedUnfinished = true;
+    }
+    cursor.cursor = message.position + 1;
+  }
+
   /** To the dead-letter queue; the cursor moves past it, consuming what was pending before it. */
   private deadLetter(
     partition: Partition,
@@ -350,12 +534,9 @@ export class Queues {
     ack: AckElement,
     now: number,
   ): void {
-    for (const pending of this.pending(partition, cursor)) {
-      cursor.consumed.add(pending.transactionId);
-      if (pending === message) break;
-    }
-    cursor.consumed.add(message.transactionId);
-    cursor.deadLettered = true;
+    this.advance(cursor, partition, message);
+    this.record(cursor, message).deadLettered = true;
+    cursor.passedUnfinished = true;
     partition.queue.deadLetters.push({
       transactionId: message.transactionId,
       partition: partition.name,
@@ -408,40 +589,51 @@ export class Queues {
       acks: 0,
     }));
     // autoAck (recorded): the messages are consumed at once and carry no lease id.
-    if (request.autoAck) {
-      for (const { partition, messages } of taken) {
-        const cursor = this.cursor(request.group, partition);
-        for (const message of messages) cursor.consumed.add(message.transactionId);
-      }
-      this.store.release(leaseId, now);
-    } else {
-      this.batches.set(leaseId, rows);
-    }
     const shownLeaseId = request.autoAck ? '' : leaseId;
+    for (const { partition, messages } of taken) {
+      const cursor = this.cursor(request.group, partition);
+      for (const message of messages) {
+        const record = this.record(cursor, message);
+        record.deliveries.push({ leaseId: shownLeaseId, at: now });
+        if (request.autoAck) {
+          record.autoAcked = true;
+          this.advance(cursor, partition, message);
+        }
+      }
+    }
+    if (request.autoAck) this.store.release(leaseId, now);
+    else this.batches.set(leaseId, rows);
     const first = taken[0] as { partition: Partition };
-    return jsonReply(200, {
-      consumerGroup: request.group,
-      leaseId: shownLeaseId,
-      messages: taken.flatMap(({ partition, messages }) =>
-        messages.map((message) => ({
-          consumerGroup: request.group,
-          createdAt: isoMicros(message.createdAt),
-          data: message.data,
-          id: message.id,
-          leaseId: shownLeaseId,
-          partition: partition.name,
-          partitionId: partition.id,
-          producerSub: null,
-          traceId: null,
-          transactionId: message.transactionId,
-        })),
+    const text = (value: unknown): string => JSON.stringify(value);
+    const messages = taken.flatMap(({ partition, messages }) =>
+      messages.map((message) =>
+        objectText([
+          ['consumerGroup', text(request.group)],
+          ['createdAt', text(isoMicros(message.createdAt))],
+          ['data', message.dataText],
+          ['id', text(message.id)],
+          ['leaseId', text(shownLeaseId)],
+          ['partition', text(partition.name)],
+          ['partitionId', text(partition.id)],
+          ['producerSub', 'null'],
+          ['traceId', 'null'],
+          ['transactionId', text(message.transactionId)],
+        ]),
       ),
-      partition: first.partition.name,
-      partitionId: first.partition.id,
-      partitionsClaimed: taken.length,
-      queue: queue.name,
-      success: true,
-    });
+    );
+    return jsonTextReply(
+      200,
+      objectText([
+        ['consumerGroup', text(request.group)],
+        ['leaseId', text(shownLeaseId)],
+        ['messages', `[${messages.join(',')}]`],
+        ['partition', text(first.partition.name)],
+        ['partitionId', text(first.partition.id)],
+        ['partitionsClaimed', text(taken.length)],
+        ['queue', text(queue.name)],
+        ['success', 'true'],
+      ]),
+    );
   }
 
   private isHeld(group: string, partition: Partition, now: number): boolean {
@@ -449,8 +641,22 @@ export class Queues {
     return holder !== null && holder.row.expiresAt > now;
   }
 
-  private pending(partition: Partition, cursor: GroupPartition): StoredMessage[] {
-    return partition.messages.filter((message) => !cursor.consumed.has(message.transactionId));
+  /** Up to `limit` messages at and after the cursor, oldest first. */
+  private pending(partition: Partition, cursor: GroupPartition, limit: number): StoredMessage[] {
+    return partition.messages.slice(cursor.cursor, cursor.cursor + limit);
+  }
+
+  private sortedPartitions(queue: Queue): Partition[] {
+    return [...queue.partitions.values()].sort((a, b) => byName(a.name, b.name));
+  }
+
+  private record(cursor: GroupPartition, message: StoredMessage): MessageRecord {
+    let record = cursor.records.get(message.transactionId);
+    if (record === undefined) {
+      record = { completed: 0, retry: 0, failed: 0, autoAcked: false, deadLettered: false, deliveries: [] };
+      cursor.records.set(message.transactionId, record);
+    }
+    return record;
   }
 
   private cursor(group: string, partition: Partition): GroupPartition {
@@ -461,7 +667,7 @@ export class Queues {
     }
     let cursor = cursors.get(partition.id);
     if (cursor === undefined) {
-      cursor = { consumed: new Set(), failures: 0, deadLettered: false };
+      cursor = { cursor: 0, failures: 0, passedUnfinished: false, records: new Map() };
       cursors.set(partition.id, cursor);
     }
     return cursor;

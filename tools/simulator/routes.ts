@@ -45,12 +45,16 @@ export function matchBrokerRoute(
   method: string,
   segments: readonly string[],
   query: URLSearchParams = new URLSearchParams(),
+  /** The same segments as sent (wire.ts `rawPathSegments`); the decoded ones when left out. */
+  rawSegments: readonly string[] = segments,
 ): BrokerRoute {
   const [root, api, version, resource, name, action] = segments;
   const isApi = root === '' && api === 'api' && version === 'v1';
   // GET /api/v1/pop/queue/:queue[/partition/:partition]; POST /api/v1/ack[/batch].
   if (isApi && resource === 'pop' && name === 'queue' && action !== undefined && action !== '') {
-    const partition = segments.length === 8 && segments[6] === 'partition' ? segments[7] : undefined;
+    // Observed (docs/broker.md, "One batch, several outcomes"): the partition segment is not
+    // decoded, so `…/partition/a%20b` looks for a partition named `a%20b`.
+    const partition = segments.length === 8 && segments[6] === 'partition' ? rawSegments[7] : undefined;
     const shaped = segments.length === 6 || (partition !== undefined && partition !== '');
     if (method !== 'GET' || !shaped) return { kind: 'html-not-found' };
     return { kind: 'pop', request: parsePopQuery(action, partition, query) };

@@ -17,13 +17,23 @@ import { answerControl } from './control.js';
 import { ExtendRoute, parseShape, type Shape } from './extend-route.js';
 import { type Fault, type FaultRoute, Faults, type HeldCount } from './faults.js';
 import { fail, isFiniteNumber, SimulatorInputError } from './input.js';
-import { type LeaseSpec, LeaseStore, type LeaseView } from './leases.js';
+import { DEFAULT_GROUP, type LeaseSpec, LeaseStore, type LeaseView } from './leases.js';
 import { type LogEntry, RequestLog } from './request-log.js';
 import { type DatabaseState, parseDatabaseState } from './health.js';
 import { PopAckRoute } from './pop-ack-route.js';
-import type { QueueSpec, QueueView } from './queues.js';
+import type { MessageStatesView, PushItem, QueueSpec, QueueView } from './queues.js';
 import { answerBroker, type BrokerRoute, type BrokerState, matchBrokerRoute } from './routes.js';
-import { isRecord, jsonReply, pathSegments, type Reply, readBody, send, sendHalf, tryParseJson } from './wire.js';
+import {
+  isRecord,
+  jsonReply,
+  pathSegments,
+  rawPathSegments,
+  type Reply,
+  readBody,
+  send,
+  sendHalf,
+  tryParseJson,
+} from './wire.js';
 
 export interface SimulatorOptions {
   host?: string;
@@ -88,8 +98,19 @@ export interface Simulator {
   createQueue(spec: QueueSpec): QueueView;
   /** Appends messages (their `data`) to a partition (default: the queue's first); their transaction ids. */
   push(queue: string, messages: unknown[], partition?: string): string[];
+  /**
+   * Appends messages with producer-chosen transaction ids (random where left out) and any data,
+   * nested past JSON.stringify's depth included, to a partition (default: the queue's first;
+   * any name). A transaction id already in the partition is refused (409), nothing stored.
+   */
+  pushItems(queue: string, items: PushItem[], partition?: string): string[];
   /** A queue: pending messages per group and partition, failures counted, dead letters. */
   queue(name: string): QueueView | undefined;
+  /**
+   * Each message of a queue for one consumer group (default `__QUEUE_MODE__`): consumed,
+   * pending or dead-lettered, how it was settled, its acks and every delivery (lease id, time).
+   */
+  messageStates(queue: string, consumerGroup?: string): MessageStatesView | undefined;
   brokerNow(): number;
   setClockOffset(ms: number): void;
   setShape(shape: Shape): void;
@@ -217,8 +238,16 @@ class BrokerSimulator implements Simulator, BrokerState {
     return this.popAck.queues.push(queue, messages, partition, this.brokerNow());
   }
 
+  pushItems(queue: string, items: PushItem[], partition?: string): string[] {
+    return this.popAck.queues.pushItems(queue, items, partition, this.brokerNow());
+  }
+
   queue(name: string): QueueView | undefined {
     return this.popAck.queues.view(name);
+  }
+
+  messageStates(queue: string, consumerGroup = DEFAULT_GROUP): MessageStatesView | undefined {
+    return this.popAck.queues.messageStates(queue, consumerGroup);
   }
 
   setClockOffset(ms: number): void {
@@ -299,7 +328,8 @@ class BrokerSimulator implements Simulator, BrokerState {
     const segments = pathSegments(target);
     const body = await readBody(req);
     if (segments[1] === '_sim') {
-      this.reply(res, null, answerControl(this, req.method ?? 'GET', segments.slice(2), body));
+      const method = req.method ?? 'GET';
+      this.reply(res, null, answerControl(this, method, segments.slice(2), body, queryOf(target)));
       return;
     }
     await this.serveBroker(req, res, target, segments, body);
@@ -313,8 +343,8 @@ class BrokerSimulator implements Simulator, BrokerState {
     segments: string[],
     body: string,
   ): Promise<void> {
-    const query = new URLSearchParams(target.includes('?') ? target.slice(target.indexOf('?') + 1) : '');
-    const route = matchBrokerRoute(req.method ?? 'GET', segments, query);
+    const query = queryOf(target);
+    const route = matchBrokerRoute(req.method ?? 'GET', segments, query, rawPathSegments(target));
     const leaseId =
       route.kind === 'extend' || route.kind === 'extend-other-method'
         ? route.leaseId
@@ -359,6 +389,10 @@ class BrokerSimulator implements Simulator, BrokerState {
     const message = err instanceof Error ? err.message : String(err);
     this.reply(res, null, jsonReply(500, { error: `simulator: ${message}` }));
   }
+}
+
+function queryOf(target: string): URLSearchParams {
+  return new URLSearchParams(target.includes('?') ? target.slice(target.indexOf('?') + 1) : '');
 }
 
 /** The lease id of an ack body's first acknowledgement (what a fault's `leaseId` matches), else null. */

@@ -5,6 +5,7 @@
  */
 import type http from 'node:http';
 import { SimulatorInputError } from './input.js';
+import { stringifyAnyDepth } from './json-text.js';
 
 /** Large enough for a 10 MB `body` fault sent through the control interface. */
 const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
@@ -67,9 +68,16 @@ export async function readBody(req: http.IncomingMessage): Promise<string> {
  * new segment. A malformed escape keeps the segment raw (a lenient decoder, not a crash).
  */
 export function pathSegments(target: string): string[] {
+  return rawPathSegments(target).map(decodeSegment);
+}
+
+/**
+ * The path's segments as sent, escapes kept: the broker's partition pop route matches its
+ * partition segment without decoding it (docs/broker.md, "One batch, several outcomes").
+ */
+export function rawPathSegments(target: string): string[] {
   const end = target.search(/[?#]/);
-  const path = end === -1 ? target : target.slice(0, end);
-  return path.split('/').map(decodeSegment);
+  return (end === -1 ? target : target.slice(0, end)).split('/');
 }
 
 function decodeSegment(segment: string): string {
@@ -89,9 +97,9 @@ export interface Reply {
   body: string;
 }
 
-/** A JSON answer with the broker's headers. */
+/** A JSON answer with the broker's headers; data nested past V8's stringify depth included. */
 export function jsonReply(status: number, value: unknown): Reply {
-  return jsonTextReply(status, JSON.stringify(value));
+  return jsonTextReply(status, stringifyAnyDepth(value) as string);
 }
 
 /** `body` as is, with the headers of a JSON answer: the broker's empty body for an unknown group. */
