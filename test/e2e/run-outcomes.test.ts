@@ -1,0 +1,236 @@
+/**
+ * `queenctl lease run` loses no message (docs/cli-contract.md#lease-run): against the simulator,
+ * which keeps the real broker's one cursor per partition (test/fixtures/real-broker-mixed-acks.txt)
+ * and tells where every message stands: consumed by its own `completed`, dead-lettered, pending,
+ * or consumed by the cursor without being completed (`settledBy: 'cursor'`: lost). Each test reads
+ * those states, never timings.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import type { MessageState } from '../../tools/simulator/queues.js';
+import { runInProcess, startInProcess } from '../support/in-process.js';
+import { events, NODE, RunScene, until } from '../support/lease-run.js';
+
+const scene = new RunScene();
+
+function states(): MessageState[] {
+  return scene.sim.messageStates(scene.queue)?.messages ?? [];
+}
+
+/** Nothing consumed but by its own completed ack or its own dead-lettering; nothing left pending. */
+function assertNothingLost(): void {
+  const lost = states().filter((m) => m.settledBy === 'cursor');
+  assert.deepEqual(lost, [], 'consumed by the cursor without being completed');
+}
+
+/** A handler that fails (exit 1) a batch holding a message whose data says so, the first `times` times. */
+function failing(name: string, test: string, times = Number.POSITIVE_INFINITY): string {
+  const seen = scene.file(`${name}.seen`);
+  return scene.script(
+    name,
+    `const fs = require('node:fs');
+const lines = fs.readFileSync(0, 'utf8').trimEnd().split('\\n').filter(Boolean).map((l) => JSON.parse(l));
+const count = fs.existsSync(${JSON.stringify(seen)}) ? fs.readFileSync(${JSON.stringify(seen)}, 'utf8').length : 0;
+if (count < ${times} && lines.some((m) => ${test})) { fs.appendFileSync(${JSON.stringify(seen)}, 'x'); process.exit(1); }`,
+  );
+}
+
+describe('lease run loses no message', () => {
+  it("per-message outcomes in m1's order (2 retry among completed): nothing lost, 2 comes back", async () => {
+    scene.sim.createQueue({ name: scene.queue, partitions: ['p1'], leaseTime: 60 });
+    scene.sim.push(
+      scene.queue,
+      [1, 2, 3, 4].map((n) => ({ n })),
+      'p1',
+    );
+    const once = scene.file('once');
+    // Reports retry for n=2 the first time, completed for everything else.
+    const handler = scene.script(
+      'report',
+      `const fs = require('node:fs');
+const lines = fs.readFileSync(0, 'utf8').trimEnd().split('\\n').map((l) => JSON.parse(l));
+const out = lines.map((m) => {
+  const retry = m.data.n === 2 && !fs.existsSync(${JSON.stringify(once)});
+  if (retry) fs.writeFileSync(${JSON.stringify(once)}, 'x');
+  return JSON.stringify({ transactionId: m.transactionId, status: retry ? 'retry' : 'completed' }) + '\\n';
+});
+fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, out.join(''));`,
+    );
+    const result = await scene.run(
+      ['--batch', '10', '--until-empty', '--retry-delay', '1ms', '-o', 'ndjson'],
+      [NODE, handler],
+    );
+    assert.equal(result.code, 5, result.stderr);
+    const first = events(result.stdout).find((e) => e.event === 'acked');
+    assert.deepEqual([first?.exitStatus, first?.completed, first?.retry, first?.pending], [0, 1, 1, 2]);
+    const acks = scene.ackElements();
+    assert.deepEqual(
+      acks.slice(0, 2).map((a) => a.status),
+      ['completed', 'retry'],
+      'nothing after the retry',
+    );
+    assertNothingLost();
+    assert.ok(states().every((m) => m.state === 'consumed' && m.settledBy === 'completed'));
+    // n=3 and n=4 were handed out twice: the only repeats.
+    assert.deepEqual(
+      states().map((m) => m.deliveries.length),
+      [1, 2, 2, 2],
+    );
+  });
+
+  it('a poison message among six beside a healthy partition: all else completed, the poison alone dead-lettered', async () => {
+    scene.sim.createQueue({ name: scene.queue, partitions: ['p1', 'p2'], leaseTime: 60, retryLimit: 1 });
+    scene.sim.push(
+      scene.queue,
+      [1, 2, 3, 4, 5, 6].map((n) => ({ n, poison: n === 4 })),
+      'p1',
+    );
+    scene.sim.push(
+      scene.queue,
+      [7, 8, 9, 10, 11, 12].map((n) => ({ n, poison: false })),
+      'p2',
+    );
+    const handler = failing('poison', 'm.data.poison');
+    const result = await scene.run(
+      [
+        '--batch',
+        '10',
+        '--until-empty',
+        '--retry-delay',
+        '1ms',
+        '--give-up-after',
+        '2',
+        '--on-failure',
+        'failed',
+        '-o',
+        'ndjson',
+      ],
+      [NODE, handler],
+      { timeoutMs: 90_000 },
+    );
+    assert.equal(result.code, 5, result.stderr);
+    assertNothingLost();
+    const all = states();
+    const poison = all.filter((m) => m.state === 'dead-lettered');
+    assert.equal(poison.length, 1);
+    assert.equal(scene.sim.queue(scene.queue)?.deadLetters[0]?.data instanceof Object, true);
+    assert.deepEqual((scene.sim.queue(scene.queue)?.deadLetters[0]?.data as { n: number }).n, 4);
+    const rest = all.filter((m) => m.state !== 'dead-lettered');
+    assert.equal(rest.length, 11);
+    assert.ok(
+      rest.every((m) => m.settledBy === 'completed'),
+      JSON.stringify(rest),
+    );
+    // Only the poison was ever acked failed: the broker counts failed per partition.
+    assert.ok(all.every((m) => m.acks.failed === 0 || m === poison[0]));
+    // Healthy p2 was handed out once; the repeats are p1's, while the poison was sought.
+    assert.ok(all.filter((m) => m.partition === 'p2').every((m) => m.deliveries.length === 1));
+    const repeats = all.reduce((sum, m) => sum + m.deliveries.length - 1, 0);
+    assert.ok(repeats > 0 && repeats < 20, `${repeats} repeated deliveries`);
+  });
+
+  it('a command that reads 100 bytes of a 2 MB batch and exits 0: what was never written to it comes back', async () => {
+    scene.sim.createQueue({ name: scene.queue, partitions: ['p1'], leaseTime: 60 });
+    const pad = 'y'.repeat(10_000);
+    scene.sim.push(
+      scene.queue,
+      Array.from({ length: 200 }, (_, i) => ({ n: i + 1, pad })),
+      'p1',
+    );
+    const handler = scene.script(
+      'head',
+      `const fs = require('node:fs'); fs.readSync(0, Buffer.alloc(100), 0, 100, null); process.exit(0);`,
+    );
+    const result = await scene.run(['--batch', '200', '--retry-delay', '1ms', '-o', 'ndjson'], [NODE, handler]);
+    assert.equal(result.code, 5, result.stderr);
+    const acked = events(result.stdout).find((e) => e.event === 'acked');
+    const completed = acked?.completed as number;
+    assert.ok(completed < 200, `${completed} completed`);
+    assert.equal(acked?.retry, 1);
+    assert.equal(acked?.pending, 200 - completed - 1);
+    assertNothingLost();
+    const pending = states().filter((m) => m.state === 'pending');
+    assert.equal(pending.length, 200 - completed);
+  });
+
+  it('a command that cannot be found: its batch acked retry at once, free for the next pop; exit 127', async () => {
+    scene.queueWith(3);
+    const result = await scene.run(['--batch', '5', '--retry-delay', '1m'], [join(scene.dir, 'no-such-command')], {
+      timeoutMs: 30_000,
+    });
+    assert.equal(result.code, 127, result.stderr);
+    assert.deepEqual(
+      scene.ackElements().map((a) => a.status),
+      ['retry'],
+    );
+    // The renewal right after the pop and the one the command waits for; none held it for a delay.
+    assert.equal(scene.requests('/extend'), 2);
+    const next = await runInProcess(['lease', 'acquire', scene.queue, '--server', scene.sim.url, '--batch', '5']);
+    assert.equal(next.code, 0, next.stderr);
+    assertNothingLost();
+  });
+
+  it('a retry waits --retry-delay with the lease held: no consumer is given the message meanwhile', async () => {
+    scene.queueWith(1);
+    const handler = failing('spaced', 'true', 1);
+    const running = startInProcess(
+      [
+        'lease',
+        'run',
+        scene.queue,
+        '--server',
+        scene.sim.url,
+        '--until-empty',
+        '--retry-delay',
+        '1500ms',
+        '--seconds',
+        '30',
+        '--',
+        NODE,
+        handler,
+      ],
+      { timeoutMs: 60_000 },
+    );
+    await until(() => existsSync(scene.file('spaced.seen')), 'the first, failing run of the command');
+    // The retry cannot be acked before 1.5 s after the command failed, however slow the machine:
+    // for the first second of it, another consumer must find nothing to take.
+    const failedAt = Date.now();
+    let tries = 0;
+    while (Date.now() < failedAt + 1000) {
+      const other = await runInProcess(['lease', 'acquire', scene.queue, '--server', scene.sim.url]);
+      assert.equal(other.code, 4, other.stderr);
+      tries++;
+    }
+    assert.ok(tries > 0, 'another consumer tried during the wait');
+    assert.ok(!scene.ackElements().some((a) => a.status === 'retry'));
+    const result = await running.exited;
+    assert.equal(result.code, 5, result.stderr);
+    assertNothingLost();
+    const [message] = states();
+    assert.equal(message?.settledBy, 'completed');
+    const [first, second] = message?.deliveries ?? [];
+    assert.ok(first && second, 'handed out twice, both times to this run');
+    assert.ok(second.at - first.at >= 1500, `${second.at - first.at} ms between the two deliveries`);
+  });
+
+  it('a signal cuts a retry wait short: the message is acked retry at once, exit 143', async () => {
+    scene.queueWith(1);
+    const handler = failing('cut', 'true');
+    const running = startInProcess(
+      ['lease', 'run', scene.queue, '--server', scene.sim.url, '--retry-delay', '1m', '--', NODE, handler],
+      { timeoutMs: 60_000 },
+    );
+    await until(() => existsSync(scene.file('cut.seen')), 'the failing command');
+    await until(() => scene.requests('/extend') >= 3, 'the lease held for the retry delay');
+    running.kill('SIGTERM');
+    const result = await running.exited;
+    assert.equal(result.code, 143, result.stderr);
+    assert.deepEqual(
+      scene.ackElements().map((a) => a.status),
+      ['retry'],
+    );
+    assert.equal(states()[0]?.state, 'pending');
+  });
+});
