@@ -58,7 +58,11 @@ const GROUPS = [
   // The live views' tests watch hundreds of leases on a fake clock, and lease run's commands and
   // guardians are real processes on the wall clock: files of their own, so the e2e group does not
   // wait for them.
-  { name: 'e2e', directory: /^e2e\//, alone: ['e2e/live-views.test.js', 'e2e/run.test.js', 'e2e/run-load.test.js', 'e2e/run-outcomes.test.js'] },
+  {
+    name: 'e2e',
+    directory: /^e2e\//,
+    alone: ['e2e/live-views.test.js', 'e2e/run.test.js', 'e2e/run-load.test.js', 'e2e/run-outcomes.test.js'],
+  },
   { name: 'docs', directory: /^docs\//, alone: ['docs/doctest.test.js'] },
 ];
 const member = (group, file) =>

@@ -115,8 +115,8 @@ fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, out.join(''));`,
     const all = states();
     const poison = all.filter((m) => m.state === 'dead-lettered');
     assert.equal(poison.length, 1);
-    assert.equal(scene.sim.queue(scene.queue)?.deadLetters[0]?.data instanceof Object, true);
-    assert.deepEqual((scene.sim.queue(scene.queue)?.deadLetters[0]?.data as { n: number }).n, 4);
+    const [letter] = scene.sim.queue(scene.queue)?.deadLetters ?? [];
+    assert.deepEqual(letter?.data, { n: 4, poison: true });
     const rest = all.filter((m) => m.state !== 'dead-lettered');
     assert.equal(rest.length, 11);
     assert.ok(
