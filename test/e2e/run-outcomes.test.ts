@@ -33,7 +33,10 @@ function failing(name: string, test: string, times = Number.POSITIVE_INFINITY): 
     `const fs = require('node:fs');
 const lines = fs.readFileSync(0, 'utf8').trimEnd().split('\\n').filter(Boolean).map((l) => JSON.parse(l));
 const count = fs.existsSync(${JSON.stringify(seen)}) ? fs.readFileSync(${JSON.stringify(seen)}, 'utf8').length : 0;
-if (count < ${times} && lines.some((m) => ${test})) { fs.appendFileSync(${JSON.stringify(seen)}, 'x'); process.exit(1); }`,
+if (count < ${times} && lines.some((m) => ${test})) {
+  fs.appendFileSync(${JSON.stringify(seen)}, 'x');
+  process.exit(1);
+}`,
   );
 }
 
@@ -80,7 +83,7 @@ fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, out.join(''));`,
     );
   });
 
-  it('a poison message among six beside a healthy partition: all else completed, the poison alone dead-lettered', async () => {
+  it('a poison among six beside a healthy partition: all else completed, the poison alone dead-lettered', async () => {
     scene.sim.createQueue({ name: scene.queue, partitions: ['p1', 'p2'], leaseTime: 60, retryLimit: 1 });
     scene.sim.push(
       scene.queue,
@@ -131,7 +134,7 @@ fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, out.join(''));`,
     assert.ok(repeats > 0 && repeats < 20, `${repeats} repeated deliveries`);
   });
 
-  it('a command that reads 100 bytes of a 2 MB batch and exits 0: what was never written to it comes back', async () => {
+  it('reads 100 bytes of a 2 MB batch and exits 0: what was never written to the command comes back', async () => {
     scene.sim.createQueue({ name: scene.queue, partitions: ['p1'], leaseTime: 60 });
     const pad = 'y'.repeat(10_000);
     scene.sim.push(
