@@ -123,14 +123,31 @@ export class PopAnswerScanner {
 
   /** The answer's bytes as they come: counts and limits only. */
   pushBytes(chunk: Uint8Array): void {
-    for (let index = 0; index < chunk.length; index++) this.step(chunk[index]!, -1);
-    this.offset += chunk.length;
+    const { length } = chunk;
+    for (let index = 0; index < length; index++) {
+      // Most of an answer is the inside of strings: skipped to the next quote or backslash.
+      if (this.inString && !this.escaped && this.key === null) {
+        let code = chunk[index]!;
+        while (code !== QUOTE && code !== BACKSLASH && ++index < length) code = chunk[index]!;
+        if (index >= length) break;
+      }
+      this.step(chunk[index]!, -1);
+    }
+    this.offset += length;
   }
 
   /** The whole answer's text: counts, limits, and the message texts that `finish` gives. */
   scanText(text: string): ScanResult {
     this.text = text;
-    for (let index = 0; index < text.length; index++) this.step(text.charCodeAt(index), index);
+    const { length } = text;
+    for (let index = 0; index < length; index++) {
+      if (this.inString && !this.escaped && this.key === null) {
+        let code = text.charCodeAt(index);
+        while (code !== QUOTE && code !== BACKSLASH && ++index < length) code = text.charCodeAt(index);
+        if (index >= length) break;
+      }
+      this.step(text.charCodeAt(index), index);
+    }
     this.offset += text.length;
     return { messageTexts: this.texts };
   }
@@ -196,8 +213,9 @@ export class PopAnswerScanner {
         this.stringIsKey = top === OBJECT && this.expectKey;
         if (this.stringIsKey) {
           this.expectKey = false;
-          // Only the answer's own keys and a message's are compared.
-          const wanted = this.depth === 1 || (this.depth === 3 && this.inMessages);
+          // Only the answer's own keys and a message's are compared; a message's only over the
+          // whole text (as the bytes come, the answer's keys find `messages`, to count them).
+          const wanted = this.depth === 1 || (this.text !== null && this.depth === 3 && this.inMessages);
           this.key = wanted ? '' : null;
           this.keyComparable = true;
           this.keyHasEscape = false;
