@@ -29,7 +29,7 @@ import {
 } from './ack.js';
 import type { BatchRecord } from './batch.js';
 import { excerpt, parseRenewal, type RawAnswer, type Renewal } from './contract.js';
-import { parsePop, popOutcomeUnknown, popPath, type PopOutcome, type PopRequest } from './pop.js';
+import { parsePop, popBodyInspector, popOutcomeUnknown, popPath, type PopOutcome, type PopRequest } from './pop.js';
 import { Deadlines, type Deadline } from './deadlines.js';
 import { HEALTH_PATH, parseHealth, type Health } from './health.js';
 import { TransportFailure, type Cancellation, type Transport } from './transport.js';
@@ -81,6 +81,8 @@ interface Call<T> {
   judge: (answer: RawAnswer, server: string) => T;
   /** A cap on the answer's size other than the transport's. */
   maxBodyBytes?: number;
+  /** A fresh check of the body's chunks as they arrive, for each attempt (TransportRequest.inspect). */
+  inspect?: () => (chunk: Uint8Array) => void;
   /**
    * A request that must not be repeated (an ack, a pop): sent once, to one replica. A failure
    * after it may have been written (no answer in time, a reset, an answer outside the
@@ -179,6 +181,8 @@ export class BrokerClient {
         answer: 'a pop',
         judge: (answer, server) => parsePop(request, answer, server),
         maxBodyBytes: LISTING_MAX_BYTES,
+        // Checked as it is read: a hostile answer is refused before it is all in memory.
+        inspect: () => popBodyInspector(request),
         once: (cause) => popOutcomeUnknown(request.queue, cause),
       },
       { ...options, timeoutMs },
@@ -344,6 +348,8 @@ export class BrokerClient {
       answer = await this.send(call, attempt);
     } catch (error) {
       if (attempt.outer?.aborted) throw attempt.outer.reason;
+      // The body's inspection refused the answer: the broker's word, as a judge's would be.
+      if (error instanceof QueenctlError) return { ok: false, error, failover: false };
       const failed = failure(error, call, attempt);
       if (call.once && !neverSent(error) && !failed.ok) {
         return { ok: false, error: call.once(failed.error.message), failover: false };
@@ -383,6 +389,7 @@ export class BrokerClient {
           headers: call.body === undefined ? this.headers : this.jsonHeaders,
           body: call.body,
           maxBodyBytes: call.maxBodyBytes,
+          inspect: call.inspect?.(),
           cancel: end,
           get signal() {
             return end.signal;

@@ -152,6 +152,14 @@ class Exchange {
         this.end(new TransportFailure('too-large', `larger than ${this.maxBytes} bytes`));
         return;
       }
+      if (this.request.inspect) {
+        try {
+          this.request.inspect(chunk);
+        } catch (error) {
+          this.end(error);
+          return;
+        }
+      }
       this.chunks.push(chunk);
     });
     answer.on('end', () => {

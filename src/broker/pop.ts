@@ -9,9 +9,21 @@
  */
 import { BrokerError } from '../exit.js';
 import { isPlainLeaseId } from '../args.js';
-import { isMessageId, partitionsOf, type BatchMessage, type BatchRecord } from './batch.js';
+import { escapeText } from '../output/sanitise.js';
+import {
+  isMessageId,
+  isPartitionName,
+  partitionsOf,
+  rememberMessageText,
+  type BatchMessage,
+  type BatchRecord,
+} from './batch.js';
 import { excerpt, FAILURE_HINTS, isObject, statusError, type RawAnswer, type RouteWords } from './contract.js';
 import { QUEUE_MODE_GROUP } from './consumer-groups.js';
+import { PopAnswerScanner, ScanRefusal } from './pop-scan.js';
+
+/** The most messages one pop may ask for (`--batch`), and so the most its answer may hold. */
+export const MAX_POP_BATCH = 10_000;
 
 export interface PopRequest {
   queue: string;
@@ -76,11 +88,51 @@ export function popOutcomeUnknown(queue: string, cause: string): BrokerError {
   );
 }
 
-function outsideContract(what: string, body: string): BrokerError {
+/** What to know about a lease an answer that is refused may have taken. */
+function leaseHint(queue: string): string {
+  return (
+    `a lease the pop may have taken holds its messages for the queue's lease time, then they come back; ` +
+    `queenctl lease list --queue ${escapeText(queue)} shows the leases held now`
+  );
+}
+
+function outsideContract(request: PopRequest, what: string, body: string): BrokerError {
   return new BrokerError(
     `the broker's answer to the pop is outside the contract: ${what}; it sent ${excerpt(body)}`,
     false,
+    leaseHint(request.queue),
   );
+}
+
+/** An answer refused by the scan (pop-scan.ts), before it was parsed: what limit it passed. */
+function refusedAnswer(request: PopRequest, refusal: ScanRefusal): BrokerError {
+  return new BrokerError(
+    `the broker's answer to the pop of queue ${escapeText(request.queue)} is outside the contract: ` +
+      `${refusal.what}; it was not read further`,
+    false,
+    leaseHint(request.queue),
+  );
+}
+
+/** The scan of one pop's answer: the most messages it may hold is what the pop asked for. */
+function scannerFor(request: PopRequest): PopAnswerScanner {
+  return new PopAnswerScanner({ maxMessages: request.batch ?? MAX_POP_BATCH });
+}
+
+/**
+ * Checks a pop's answer as its bytes arrive (the transport calls it with each chunk): an answer
+ * past a limit of pop-scan.ts is refused, a BrokerError, before the rest is read or parsed.
+ */
+export function popBodyInspector(request: PopRequest): (chunk: Uint8Array) => void {
+  const scanner = scannerFor(request);
+  return (chunk) => {
+    try {
+      scanner.pushBytes(chunk);
+    } catch (error) {
+      if (error instanceof ScanRefusal) throw refusedAnswer(request, error);
+      throw error;
+    }
+  };
 }
 
 function header(headers: RawAnswer['headers'], name: string): string | undefined {
@@ -94,13 +146,22 @@ export function parsePop(request: PopRequest, answer: RawAnswer, server: string)
   if (answer.status >= 500) throw popOutcomeUnknown(request.queue, statusError(answer, server, POP_WORDS).message);
   if (answer.status !== 200) throw statusError(answer, server, POP_WORDS);
   const { body } = answer;
+  // Scanned whole (also when no transport inspected it as it came): the limits, then each
+  // message's own text, before JSON.parse builds anything.
+  let messageTexts: Array<string | null>;
+  try {
+    messageTexts = scannerFor(request).scanText(body).messageTexts;
+  } catch (error) {
+    if (error instanceof ScanRefusal) throw refusedAnswer(request, error);
+    throw error;
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch {
-    throw outsideContract('HTTP 200 with a body that is not JSON', body);
+    throw outsideContract(request, 'HTTP 200 with a body that is not JSON', body);
   }
-  if (!isObject(parsed)) throw outsideContract('HTTP 200 with JSON that is not an object', body);
+  if (!isObject(parsed)) throw outsideContract(request, 'HTTP 200 with JSON that is not an object', body);
   const { success, error, leaseId, messages } = parsed;
   if (success === false) {
     if (error === 'no_available_partition') return { kind: 'nothing', waited: false };
@@ -108,35 +169,38 @@ export function parsePop(request: PopRequest, answer: RawAnswer, server: string)
     if (typeof error === 'string') {
       throw new BrokerError(`the broker could not run the pop: ${error.slice(0, 200)}`, false, FAILURE_HINTS.database);
     }
-    throw outsideContract('success is false without an error', body);
+    throw outsideContract(request, 'success is false without an error', body);
   }
-  if (success !== true) throw outsideContract('success is not a boolean', body);
-  if (!Array.isArray(messages)) throw outsideContract('messages is not a list', body);
+  if (success !== true) throw outsideContract(request, 'success is not a boolean', body);
+  if (!Array.isArray(messages)) throw outsideContract(request, 'messages is not a list', body);
   // A long poll's timeout with nothing to take (docs/broker.md#pop).
   if (leaseId === null && messages.length === 0) return { kind: 'nothing', waited: true };
-  if (leaseId === '') throw outsideContract('a batch without a lease id, as autoAck delivers it', body);
-  if (!isMessageId(leaseId)) throw outsideContract('leaseId is missing or not an id', body);
+  if (leaseId === '') throw outsideContract(request, 'a batch without a lease id, as autoAck delivers it', body);
+  if (!isMessageId(leaseId)) throw outsideContract(request, 'leaseId is missing or not an id', body);
   // The id is renewed, printed with -o name and acked: it must be one plain id, as it is
   // (docs/security.md#taking-and-acking-batches-lease-acquire-lease-ack).
-  if (!isPlainLeaseId(leaseId)) throw outsideContract('leaseId is no lease id queenctl can send or print as one', body);
+  if (!isPlainLeaseId(leaseId))
+    throw outsideContract(request, 'leaseId is no lease id queenctl can send or print as one', body);
   const queue = typeof parsed.queue === 'string' ? parsed.queue : request.queue;
   const asked = request.group ?? QUEUE_MODE_GROUP;
   const consumerGroup = typeof parsed.consumerGroup === 'string' ? parsed.consumerGroup : asked;
-  if (queue !== request.queue) throw outsideContract(`it is a batch of queue ${JSON.stringify(queue)}`, body);
+  if (queue !== request.queue) throw outsideContract(request, `it is a batch of queue "${escapeText(queue)}"`, body);
   // Acked for another group, it would move that group's cursor: no batch of this pop.
   if (consumerGroup !== asked) {
-    throw outsideContract(`it is a batch of consumer group ${JSON.stringify(consumerGroup)}`, body);
+    throw outsideContract(request, `it is a batch of consumer group "${escapeText(consumerGroup)}"`, body);
   }
   const checked = messages.map((message, index): BatchMessage => {
     const at = `message ${index + 1}`;
-    if (!isObject(message)) throw outsideContract(`${at} is not an object`, body);
-    if (!isMessageId(message.transactionId)) throw outsideContract(`${at} has no transactionId`, body);
-    if (!isMessageId(message.partitionId)) throw outsideContract(`${at} has no partitionId`, body);
-    if (typeof message.partition !== 'string') throw outsideContract(`${at} has no partition name`, body);
+    if (!isObject(message)) throw outsideContract(request, `${at} is not an object`, body);
+    if (!isMessageId(message.transactionId)) throw outsideContract(request, `${at} has no transactionId`, body);
+    if (!isMessageId(message.partitionId)) throw outsideContract(request, `${at} has no partitionId`, body);
+    if (!isPartitionName(message.partition)) throw outsideContract(request, `${at} has no usable partition name`, body);
     // Every message of one pop is under the pop's lease; one under another is no batch of ours.
     if (message.leaseId !== undefined && message.leaseId !== leaseId) {
-      throw outsideContract(`${at} is under another lease id`, body);
+      throw outsideContract(request, `${at} is under another lease id`, body);
     }
+    const text = messageTexts.length === messages.length ? messageTexts[index] : null;
+    if (typeof text === 'string') rememberMessageText(message as BatchMessage, text);
     return message as BatchMessage;
   });
   if (checked.length === 0) {

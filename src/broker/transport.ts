@@ -19,6 +19,11 @@ export interface TransportRequest {
   body?: string | undefined;
   /** This route's cap on the answer's size, when it is not the transport's (a long listing). */
   maxBodyBytes?: number | undefined;
+  /**
+   * Sees each chunk of the answer's body as it arrives (a pop's scan, pop.ts): when it throws,
+   * the request ends at once with what it threw, and nothing more is read.
+   */
+  inspect?: ((chunk: Uint8Array) => void) | undefined;
   /** Ends the request: the caller's deadline, or its stop. */
   signal: AbortSignal;
   /**

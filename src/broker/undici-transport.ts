@@ -136,6 +136,7 @@ class AnswerHandler {
   private readonly chunks: Buffer[] = [];
   private size = 0;
   private stopListening: (() => void) | undefined;
+  private readonly inspect: TransportRequest['inspect'];
 
   constructor(
     request: TransportRequest,
@@ -144,6 +145,7 @@ class AnswerHandler {
     private readonly resolve: (answer: RawAnswer) => void,
     private readonly reject: (error: unknown) => void,
   ) {
+    this.inspect = request.inspect;
     this.stopListening = whenEnded(request, (reason) => this.end(reason));
   }
 
@@ -167,6 +169,14 @@ class AnswerHandler {
     if (this.size > this.maxBytes) {
       this.end(new TransportFailure('too-large', `larger than ${this.maxBytes} bytes`));
       return false;
+    }
+    if (this.inspect) {
+      try {
+        this.inspect(chunk);
+      } catch (error) {
+        this.end(error);
+        return false;
+      }
     }
     this.chunks.push(chunk);
     return true;

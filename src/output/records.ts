@@ -13,10 +13,16 @@ export interface RecordSink<T> {
   end(): Promise<void>;
 }
 
+/**
+ * `text`: a record's JSON text for `json` and `ndjson` (one line, no newline), when
+ * JSON.stringify is not the way (a batch record keeps its messages' text as the broker sent it:
+ * batch.ts, batchRecordText).
+ */
 export async function recordSink<T extends object>(
   stream: OutputStream,
   format: MachineFormat,
   single: boolean,
+  text: (record: T) => string = (record) => JSON.stringify(record),
 ): Promise<RecordSink<T>> {
   if (typeof format === 'object') {
     const { template } = format;
@@ -28,7 +34,7 @@ export async function recordSink<T extends object>(
     };
   }
   if (format === 'ndjson') {
-    return { add: (record) => write(stream, `${JSON.stringify(record)}\n`), end: async () => {} };
+    return { add: (record) => write(stream, `${text(record)}\n`), end: async () => {} };
   }
   if (format === 'yaml') {
     // Loaded only when asked for: YAML output must not slow down every JSON run.
@@ -44,11 +50,11 @@ export async function recordSink<T extends object>(
     };
   }
   if (single) {
-    return { add: (record) => write(stream, `${JSON.stringify(record)}\n`), end: async () => {} };
+    return { add: (record) => write(stream, `${text(record)}\n`), end: async () => {} };
   }
   let count = 0;
   return {
-    add: (record) => write(stream, `${count++ === 0 ? '[\n' : ',\n'}${JSON.stringify(record)}`),
+    add: (record) => write(stream, `${count++ === 0 ? '[\n' : ',\n'}${text(record)}`),
     end: () => write(stream, count === 0 ? '[]\n' : '\n]\n'),
   };
 }

@@ -138,6 +138,39 @@ for (const name of TRANSPORTS)
       assert.equal(tooLarge.message, 'larger than 1000 bytes');
     });
 
+    it('shows each chunk to `inspect` as it comes; what it throws ends the request, the rest unread', async () => {
+      routes.set('/inspected', (_req, res) => res.writeHead(200).end('{"a":[1,2]}'));
+      const seen: string[] = [];
+      const whole = await transport.send(
+        request('/inspected', { inspect: (chunk) => void seen.push(Buffer.from(chunk).toString()) }),
+      );
+      assert.equal(whole.body, '{"a":[1,2]}');
+      assert.equal(seen.join(''), '{"a":[1,2]}');
+      // A body that never ends: only the inspection can end it, at its first chunk.
+      routes.set('/endless', (_req, res) => {
+        res.writeHead(200, { 'content-length': '1000' });
+        res.write('x'.repeat(10));
+      });
+      const refusal = new Error('refused by its inspection');
+      let chunks = 0;
+      const ended = await transport
+        .send(
+          request('/endless', {
+            inspect: () => {
+              chunks++;
+              throw refusal;
+            },
+          }),
+        )
+        .then(
+          () => assert.fail('expected the inspection to end it'),
+          (error: unknown) => error,
+        );
+      assert.equal(ended, refusal);
+      assert.equal(chunks, 1);
+      await closedOnServer('/endless');
+    });
+
     it('a refused connection is a `refused` failure with its code', async () => {
       const refused = await failure(transport.send(request('/', { origin: `http://127.0.0.1:${await deadPort()}` })));
       assert.equal(refused.kind, 'refused');

@@ -7,11 +7,11 @@
  */
 import { Command, Option } from 'commander';
 import { parseCount, parseSeconds } from '../../args.js';
-import type { BatchRecord } from '../../broker/batch.js';
+import { batchRecordText, jsonDepth, jsonText, type BatchMessage, type BatchRecord } from '../../broker/batch.js';
 import { estimateBrokerClock, remainingMs, type BrokerClockEstimate } from '../../broker/broker-clock.js';
 import type { BrokerClient } from '../../broker/client.js';
 import { isHeld, type Renewal } from '../../broker/contract.js';
-import type { PopOutcome, PopRequest } from '../../broker/pop.js';
+import { MAX_POP_BATCH, type PopOutcome, type PopRequest } from '../../broker/pop.js';
 import { withRetries, type RetryPolicy } from '../../broker/retry.js';
 import { ExitCode, QueenctlError, signalExitCode } from '../../exit.js';
 import { write } from '../../io.js';
@@ -29,7 +29,7 @@ import { groupLabel, partitionSummary } from './list.js';
 import { durationOption, exitCodesHelp, retriesOption } from './options.js';
 
 /** The most messages one pop may ask for, and partitions one lease may claim. */
-export const MAX_BATCH = 10_000;
+export const MAX_BATCH = MAX_POP_BATCH;
 export const MAX_PARTITIONS = 1_000;
 
 /** The flags of a pop, which `lease run` takes too. */
@@ -340,8 +340,15 @@ async function printBatch(
     return;
   }
   if (isMachineFormat(format)) {
+    if (format === 'json' || format === 'ndjson') {
+      // Each message as the broker sent it, whatever the depth of its data (batch.ts).
+      const sink = await recordSink<BatchRecord>(io.stdout, format, true, batchRecordText);
+      await sink.add(record);
+      await sink.end();
+      return;
+    }
     const sink = await recordSink<BatchRecord>(io.stdout, format, true);
-    await sink.add(record);
+    await sink.add(await shallowRecord(record, runtime));
     await sink.end();
     return;
   }
@@ -384,7 +391,8 @@ async function printBatch(
         escapeText(message.transactionId),
         escapeText(message.partition),
         typeof message.createdAt === 'string' ? escapeText(message.createdAt) : '-',
-        shortened(JSON.stringify(message.data) ?? 'null', wide ? 4096 : 60),
+        // Shortened as it is made: data of any depth or size costs no more than the column.
+        shortened(jsonText(message.data, (wide ? 4096 : 60) + 1) ?? 'null', wide ? 4096 : 60),
       ]),
       noHeaders: options.noHeaders,
     },
@@ -394,4 +402,36 @@ async function printBatch(
   // One note for both tables: the first says it, with the most columns hidden.
   const note = [summary.note, messages.note].sort((a, b) => b.length - a.length)[0];
   if (note) await write(io.stderr, note);
+}
+
+/**
+ * The deepest `data` YAML and jsonpath output show as a structure: the yaml library (and the
+ * jsonpath copy) recurse, and past about 1,500 levels overflow the stack.
+ */
+export const MAX_SHOWN_DEPTH = 500;
+
+/**
+ * The record for -o yaml and -o jsonpath=: a message whose data nests deeper than MAX_SHOWN_DEPTH
+ * has it as its compact JSON text (a string), said once on stderr; -o json prints it unchanged.
+ */
+async function shallowRecord(record: BatchRecord, runtime: Pick<AcquireRuntime, 'io'>): Promise<BatchRecord> {
+  const deep: number[] = [];
+  const messages = record.messages.map((message, index): BatchMessage => {
+    if (jsonDepth(message.data, MAX_SHOWN_DEPTH + 1) <= MAX_SHOWN_DEPTH) return message;
+    deep.push(index + 1);
+    return { ...message, data: jsonText(message.data) ?? 'null' };
+  });
+  if (deep.length === 0) return record;
+  const which =
+    deep.length === 1
+      ? `message ${deep[0]}`
+      : `messages ${deep.slice(0, 10).join(', ')}${deep.length > 10 ? ', …' : ''}`;
+  await writeMessage(
+    runtime.io,
+    warningMessage(
+      `the data of ${which} nests deeper than ${MAX_SHOWN_DEPTH} levels: shown as its JSON text, a string; ` +
+        `-o json prints it unchanged`,
+    ),
+  );
+  return { ...record, messages };
 }
