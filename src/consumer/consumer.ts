@@ -17,7 +17,9 @@
  * messages, acked `retry`, and the run says so. The command's own status is never queenctl's.
  */
 import type { AckItem, AckResult } from '../broker/ack.js';
-import { partitionsOf, type BatchMessage, type BatchRecord } from '../broker/batch.js';
+import { batchRecordText, messageLine, partitionsOf, type BatchMessage, type BatchRecord } from '../broker/batch.js';
+import type { BrokerClient } from '../broker/client.js';
+import { QUEUE_MODE_GROUP } from '../broker/consumer-groups.js';
 import { isTransient } from '../broker/retry.js';
 import type { Runtime } from '../commands/runtime.js';
 import type { VerbProcess } from '../commands/globals.js';
@@ -28,12 +30,12 @@ import { ExitCode, QueenctlError, signalExitCode } from '../exit.js';
 import { escapeText } from '../output/sanitise.js';
 import { tokenOnCommandLineHint, type WatchOutputMode } from '../output/watch.js';
 import { loadTerminalText, writeMessage, writeMessageNow } from '../output/width.js';
-import { errorMessage, warningMessage } from '../output/words.js';
+import { errorMessage, listSome, warningMessage } from '../output/words.js';
 import { defaultEveryMs, RenewalScheduler } from '../renewal/scheduler.js';
 import { processGroupLauncher } from '../watch/process-group.js';
 import type { ChildExit } from '../watch/supervisor.js';
 import { ackRule } from './ack-rule.js';
-import { prepareDelivery, type Delivery, type InputMode } from './delivery.js';
+import { prepareDelivery, temporaryDirectory, type Delivery, type InputMode } from './delivery.js';
 import { outcomesOf, type CommandEnd, type Outcome } from './outcomes.js';
 import { readResults } from './results.js';
 import { RetryPolicy, type RetryOptions } from './retry-policy.js';
@@ -55,7 +57,9 @@ export interface ConsumerOptions {
   tokenOnCommandLine: boolean;
 }
 
-export type ConsumerRuntime = Runtime<AcquireRuntime['client'] & AckRuntime['client'] & Runtime['client']>;
+export type ConsumerRuntime = Runtime<
+  AcquireRuntime['client'] & AckRuntime['client'] & Pick<BrokerClient, 'consumerGroup'> & Runtime['client']
+>;
 
 /** What the acks of one batch came to (the `acked` event's counts). */
 export interface BatchCounts {
@@ -247,6 +251,7 @@ export class Consumer {
       }
       if (options.batches === 'until-empty') {
         this.note(`nothing more to take: ${acquired.message}`);
+        await this.sayHeldByOthers();
         return 'end';
       }
       // The first pop finding nothing is acquire's exit 4; a later one ends --batches early.
@@ -280,6 +285,32 @@ export class Consumer {
       return 'end';
     }
     return record;
+  }
+
+  /**
+   * --until-empty ended on a pop that found nothing: not a drained queue when other consumers
+   * hold some of its partitions. Said once, from the consumer-group route; a broker that cannot
+   * tell (no read role, an error) leaves it unsaid.
+   */
+  private async sayHeldByOthers(): Promise<void> {
+    const { options, runtime } = this;
+    if (options.output !== 'log' || runtime.io.quiet) return;
+    let held: string[];
+    try {
+      const group = options.acquire.group ?? QUEUE_MODE_GROUP;
+      const partitions = await runtime.client.consumerGroup(group, { signal: this.hard.signal });
+      held = partitions
+        .filter((p) => p.queue === options.acquire.queue && p.leaseActive && !this.settling.has(p.leaseId ?? ''))
+        .map((p) => p.partition);
+    } catch {
+      return;
+    }
+    if (held.length === 0) return;
+    this.note(
+      `the queue is not drained: ${plural(held.length, 'partition')} (${listSome(held.map(escapeText))}) ` +
+        `${held.length === 1 ? 'is' : 'are'} held by other consumers, and their messages were not taken: ` +
+        `queenctl lease list --queue ${escapeText(options.acquire.queue)} names the leases`,
+    );
   }
 
   /**
@@ -336,15 +367,12 @@ export class Consumer {
     const given: BatchRecord = { ...record, partitions: partitionsOf(work), messages: work };
     let delivery: Delivery;
     try {
-      delivery = prepareDelivery(
-        given,
-        options.input,
-        (message) => JSON.stringify(message),
-        (batch) => JSON.stringify(batch),
-      );
+      // Each message's text as the broker sent it (data of any depth, never re-encoded).
+      delivery = prepareDelivery(temporaryDirectory(this.proc.env), given, options.input, messageLine, batchRecordText);
     } catch (error) {
       const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-      const words = `queenctl could not write the batch file in ${escapeText(tmpdirName())} (${why})`;
+      const where = escapeText(temporaryDirectory(this.proc.env));
+      const words = `queenctl could not write the batch file in ${where} (${why})`;
       await writeMessage(
         runtime.io,
         `queenctl: ${words}: the command was not started, and the batch goes back at once; give TMPDIR a ` +
@@ -695,8 +723,4 @@ function tally(counts: BatchCounts, item: AckItem, result: AckResult): void {
   if (!result.success) counts.refused++;
   else if (result.dlq) counts.dlq++;
   else counts[item.status]++;
-}
-
-function tmpdirName(): string {
-  return process.env.TMPDIR ?? '/tmp';
 }

@@ -7,7 +7,6 @@
  * lets a process start with.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BatchRecord } from '../broker/batch.js';
 
@@ -45,11 +44,18 @@ export function partitionsVariable(names: readonly string[]): string | undefined
   return value.length <= MAX_PARTITIONS_VARIABLE ? value : undefined;
 }
 
+/** The temporary directory of this environment, as os.tmpdir() reads it on POSIX. */
+export function temporaryDirectory(env: NodeJS.ProcessEnv): string {
+  const named = env.TMPDIR || env.TMP || env.TEMP || '/tmp';
+  return named.length > 1 && named.endsWith('/') ? named.slice(0, -1) : named;
+}
+
 /**
- * Writes a batch's files in a directory made for it. Throws what the file system said (a
+ * Writes a batch's files in a directory made for it under `parent`. Throws what the file system said (a
  * temporary directory that cannot be written): the caller settles the batch as not run.
  */
 export function prepareDelivery(
+  parent: string,
   record: BatchRecord,
   input: InputMode,
   lineOf: (message: BatchRecord['messages'][number]) => string,
@@ -57,7 +63,7 @@ export function prepareDelivery(
 ): Delivery {
   // mkdtemp makes the directory 0700 with a name nobody could have guessed or made first; the
   // files are created new in it (wx: no link followed), 0600.
-  const dir = mkdtempSync(join(tmpdir(), BATCH_DIR_PREFIX));
+  const dir = mkdtempSync(join(parent, BATCH_DIR_PREFIX));
   const remove = (): void => rmSync(dir, { recursive: true, force: true });
   try {
     const batchFile = join(dir, 'batch.json');

@@ -6,7 +6,7 @@
  * those states, never timings.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { MessageState } from '../../tools/simulator/queues.js';
@@ -235,5 +235,119 @@ fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, out.join(''));`,
       ['retry'],
     );
     assert.equal(states()[0]?.state, 'pending');
+  });
+
+  it('failed at the retry limit: what the dead-lettering left under the lease is settled in this run', async () => {
+    scene.sim.createQueue({ name: scene.queue, partitions: ['p1'], leaseTime: 60, retryLimit: 1 });
+    scene.sim.push(
+      scene.queue,
+      [1, 2, 3, 4].map((n) => ({ n })),
+      'p1',
+    );
+    // Says failed for n=2, completed for the others, every time.
+    const handler = scene.script(
+      'm6',
+      `const fs = require('node:fs');
+const lines = fs.readFileSync(0, 'utf8').trimEnd().split('\\n').map((l) => JSON.parse(l));
+const say = (m) => ({ transactionId: m.transactionId, status: m.data.n === 2 ? 'failed' : 'completed', error: 'bad' });
+fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, lines.map((m) => JSON.stringify(say(m)) + '\\n').join(''));`,
+    );
+    const result = await scene.run(
+      ['--batch', '10', '--until-empty', '--retry-delay', '1ms', '-o', 'ndjson'],
+      [NODE, handler],
+    );
+    assert.equal(result.code, 5, result.stderr);
+    assertNothingLost();
+    const all = states();
+    assert.deepEqual(
+      all.map((m) => m.state),
+      ['consumed', 'dead-lettered', 'consumed', 'consumed'],
+    );
+    assert.ok([all[0], all[2], all[3]].every((m) => m?.settledBy === 'completed'));
+    // Twice: with the first failed (below the limit: released), then with the dead-lettering,
+    // after which they were acked under the same lease, never left to expire.
+    assert.deepEqual(
+      all.map((m) => m.deliveries.length),
+      [1, 2, 2, 2],
+    );
+    const acked = events(result.stdout).filter((e) => e.event === 'acked');
+    assert.deepEqual(
+      acked.map((e) => [e.completed, e.failed, e.dlq, e.pending]),
+      [
+        [1, 1, 0, 2],
+        [2, 0, 1, 0],
+      ],
+    );
+  });
+
+  it('ids, partition names and data depth as a producer chose them: completed, none a variable', async () => {
+    const names = ['eu 2 *', "it's $HOME"];
+    scene.sim.createQueue({ name: scene.queue, partitions: names, leaseTime: 60 });
+    const deep = JSON.parse(`${'['.repeat(4500)}"bottom"${']'.repeat(4500)}`);
+    scene.sim.pushItems(scene.queue, [{ transactionId: 'bell\u0007\u001b[31mred', data: { n: 1 } }], names[0]);
+    scene.sim.pushItems(scene.queue, [{ transactionId: 'deep', data: deep }], names[1]);
+    const seen = scene.file('seen.json');
+    const handler = scene.script(
+      'hostile',
+      `const fs = require('node:fs');
+const text = fs.readFileSync(0, 'utf8');
+const depth = (t) => {
+  let d = 0, max = 0;
+  for (const c of t) { if (c === '[') max = Math.max(max, ++d); else if (c === ']') d--; }
+  return max;
+};
+fs.writeFileSync(${JSON.stringify(seen)}, JSON.stringify({ partitions: process.env.QUEEN_PARTITIONS ?? null,
+  lines: text.trimEnd().split('\\n').length, depth: Math.max(...text.trimEnd().split('\\n').map(depth)) }));`,
+    );
+    const result = await scene.run(['--batch', '10', '--partitions', '2'], [NODE, handler], {
+      env: { QUEEN_PARTITIONS: 'forged' },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const got = JSON.parse(readFileSync(seen, 'utf8')) as { partitions: string | null; lines: number; depth: number };
+    assert.equal(got.partitions, null, 'never set from such names, never inherited');
+    assert.equal(got.lines, 2);
+    assert.equal(got.depth, 4500, 'the data unchanged, one line per message');
+    assertNothingLost();
+    assert.ok(states().every((m) => m.settledBy === 'completed'));
+    assert.ok(
+      scene.ackElements().some((a) => a.transactionId === 'bell\u0007\u001b[31mred'),
+      'acked as given',
+    );
+    assert.doesNotMatch(result.stderr, /\u0007|\u001b/, 'shown escaped');
+  });
+
+  it('a temporary directory that cannot be written: the batch goes back at once, exit 126', async () => {
+    scene.queueWith(2);
+    const result = await scene.run(['--batch', '5'], [NODE, '-e', '0'], {
+      env: { TMPDIR: join(scene.dir, 'no-such-directory') },
+    });
+    assert.equal(result.code, 126, result.stderr);
+    assert.match(result.stderr, /could not write the batch file in .*no-such-directory \(ENOENT\).*TMPDIR/s);
+    assert.deepEqual(
+      scene.ackElements().map((a) => a.status),
+      ['retry'],
+    );
+    assert.equal(states().filter((m) => m.state === 'pending').length, 2);
+  });
+
+  it('--until-empty says the queue is not drained when other consumers hold partitions', async () => {
+    scene.sim.createQueue({ name: scene.queue, partitions: ['p1', 'p2'], leaseTime: 60 });
+    scene.sim.push(scene.queue, [{ n: 1 }], 'p1');
+    scene.sim.push(scene.queue, [{ n: 2 }], 'p2');
+    const other = await runInProcess([
+      'lease',
+      'acquire',
+      scene.queue,
+      '--server',
+      scene.sim.url,
+      '--partition',
+      'p2',
+      '-o',
+      'name',
+    ]);
+    assert.equal(other.code, 0, other.stderr);
+    const result = await scene.run(['--until-empty'], [NODE, '-e', 'process.stdin.resume()']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stderr, /the queue is not drained: 1 partition \(p2\) is held by other consumers/);
   });
 });
