@@ -320,7 +320,17 @@ export class Consumer {
   private async deliverAndSettle(record: BatchRecord): Promise<'settled' | 'waiting'> {
     const { given } = this.policy.work(record.messages);
     const work = record.messages.filter((_, index) => given[index]);
-    const delivered = await this.deliver(record, work);
+    let delivered: Awaited<ReturnType<Consumer['deliver']>>;
+    try {
+      delivered = await this.deliver(record, work);
+    } catch (error) {
+      // A bug of queenctl's own between the pop and the ack: the batch goes back at once before
+      // the error ends the run, never left to expire under the lease.
+      const words = `queenctl failed: ${escapeText(error instanceof Error ? error.message : String(error))}`;
+      const back: Outcome[] = record.messages.map(() => ({ status: 'retry', cause: 'not-run', error: words }));
+      await this.settle({ record, status: { exitStatus: null }, words }, back, () => {});
+      throw error;
+    }
     if (delivered === null) {
       this.batchEnded({ code: this.lostCode, last: true });
       return 'settled';
