@@ -26,7 +26,8 @@ import type { VerbProcess } from '../commands/globals.js';
 import { ackMessages, ackRefusal, ackRecord, type AckRuntime } from '../commands/lease/ack.js';
 import { acquireBatch, type AcquireOptions, type AcquireRuntime } from '../commands/lease/acquire.js';
 import { watchWithCommand, type WatchOptions, type WatchPorts } from '../commands/lease/watch.js';
-import { ExitCode, QueenctlError, signalExitCode } from '../exit.js';
+import { AuthError, ExitCode, QueenctlError, signalExitCode } from '../exit.js';
+import { formatDuration } from '../output/duration.js';
 import { escapeText } from '../output/sanitise.js';
 import { tokenOnCommandLineHint, type WatchOutputMode } from '../output/watch.js';
 import { loadTerminalText, writeMessage, writeMessageNow } from '../output/width.js';
@@ -47,8 +48,12 @@ export interface ConsumerOptions {
   killAfterMs: number;
   retry: RetryOptions;
   input: InputMode;
-  /** How many batches; 'until-empty': until a pop finds nothing. */
-  batches: number | 'until-empty';
+  /** How many batches; 'until-empty': until a pop finds nothing; 'follow': until a signal. */
+  batches: number | 'until-empty' | 'follow';
+  /** Batches at once, each with its own lease, command and guardian (1 to 256). */
+  parallel: number;
+  /** --drain: on the first signal, the commands running get this long to end by themselves. */
+  drainMs: number | undefined;
   command: readonly [string, ...string[]];
   output: WatchOutputMode;
   requestTimeoutMs: number;
@@ -124,43 +129,71 @@ export function exitWords(exit: ChildExit): string {
 
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 
+/** The series a run feeds (src/metrics/run.ts serves them); every call is a few additions. */
+export interface ConsumerMetrics {
+  batchTaken(): void;
+  messages(status: 'completed' | 'retry' | 'failed' | 'dlq', count: number): void;
+  leaseLost(): void;
+  inFlight(batches: number): void;
+  commandEnded(seconds: number): void;
+  pop(result: 'batch' | 'empty' | 'held' | 'error'): void;
+  outage(down: boolean): void;
+}
+
+/** --follow: a pop that failed is tried again after this, doubling up to the most. */
+const POP_BACKOFF_MS = 1000;
+const POP_BACKOFF_MAX_MS = 30_000;
+/** --follow: pops that find nothing come back no faster than this, whatever the broker does. */
+const EMPTY_POP_MIN_MS = 1000;
+
 export class Consumer {
   /** The first signal queenctl got; no batch is taken after it, and retry waits end. */
   private signalled: NodeJS.Signals | null = null;
-  /** Aborted by a signal during a pop, or a second signal: what is in flight is abandoned. */
+  /** A second signal: what is in flight (acks included) is abandoned. */
   private readonly hard = new AbortController();
-  /** The supervisor's signal listener while a command runs (watch's relay goes to it). */
-  private forward: ((signal: NodeJS.Signals) => void) | null = null;
+  /** The first signal: a pop in flight is abandoned (a long poll of --follow among them). */
+  private readonly popAbort = new AbortController();
+  /** The supervisors' signal listeners of the commands running now (watch's relay goes to them). */
+  private readonly forwarders = new Set<(signal: NodeJS.Signals) => void>();
   /** Aborted by the first signal: retry waits end, an ack that never reached the broker is not tried again. */
   private readonly soft = new AbortController();
-  /** Aborts the watch of the current batch: a signal before its command started. */
-  private watchAbort: AbortController | null = null;
-  private phase: 'pop' | 'watch' | 'idle' = 'idle';
+  /** The watches of batches whose command has not started: a signal stops them from starting. */
+  private readonly starting = new Set<AbortController>();
   private readonly policy: RetryPolicy;
   /** Batches still settling (a retry delay), by lease id: their partitions are held. */
   private readonly settling = new Map<string, { partitions: Set<string>; done: Promise<'settled'> }>();
+  /** Batches whose command runs (or is about to): what --parallel counts. */
+  private readonly active = new Set<Promise<unknown>>();
   /** The statuses of the batches so far. */
   private readonly codes = new Set<number>();
   /** The status of the last lost lease (4, or 3/2 when renewal was refused or failed). */
   private lostCode: number = ExitCode.NotHeld;
   private stopTaking = false;
+  /** --follow: the broker stopped answering pops, since when (said once, and once when it is back). */
+  private outageSince: number | null = null;
   // One guardian for every batch's command (src/watch/process-group.ts).
-  private readonly launch = processGroupLauncher({ reuse: true });
+  private readonly launch: ReturnType<typeof processGroupLauncher>;
   private readonly everyMs: number;
+  private readonly follow: boolean;
+  /** Ends the wait of --drain once the run is over. */
+  private readonly over = new AbortController();
 
   constructor(
     private readonly options: ConsumerOptions,
     private readonly runtime: ConsumerRuntime,
     private readonly proc: VerbProcess,
+    private readonly metrics: ConsumerMetrics | null = null,
   ) {
     this.policy = new RetryPolicy(options.retry);
     this.everyMs = options.everyMs ?? defaultEveryMs(options.acquire.seconds);
+    this.follow = options.batches === 'follow';
+    // Guardians are kept for reuse, one per command that may run at once.
+    this.launch = processGroupLauncher({ reuse: true });
   }
 
   async run(): Promise<number> {
     const { options } = this;
-    // For the whole run, signals are this run's to act on (cli.ts then never exits on its own):
-    // the first one is forwarded to a running command and ends the run after its batch.
+    // For the whole run, signals are this run's to act on (cli.ts then never exits on its own).
     const release = this.proc.relaySignals((signal) => this.onSignal(signal));
     // On a terminal, the libraries that wrap its lines, loaded now: the run's lines are written
     // between the command's and the watch's, at once (writeMessageNow).
@@ -169,17 +202,42 @@ export class Consumer {
     try {
       let taken = 0;
       while (!this.stopTaking && !this.signalled) {
-        if (options.batches !== 'until-empty' && taken >= options.batches) break;
+        if (typeof options.batches === 'number' && taken >= options.batches) break;
+        // A batch is taken only when a slot is free: never one held that cannot start.
+        while (this.active.size >= options.parallel) await Promise.race(this.active);
+        if (this.stopTaking || this.signalled) break;
         const next = await this.take(taken === 0);
         if (next === 'again') continue;
         if (next === 'end') break;
         taken++;
-        await this.deliverAndSettle(next);
+        this.metrics?.batchTaken();
+        const batch = this.deliverAndSettle(next);
+        this.active.add(batch);
+        this.metrics?.inFlight(this.active.size);
+        void batch.finally(() => {
+          this.active.delete(batch);
+          this.metrics?.inFlight(this.active.size);
+        });
       }
+      await Promise.all(this.active);
       // Every batch settled before queenctl exits: the waits a signal cut short are acked now.
       await this.settled();
     } finally {
+      this.over.abort();
       release();
+    }
+    return this.status();
+  }
+
+  /**
+   * The run's exit status. --follow: a worker stopped by a signal with every batch settled exits
+   * 0, whatever failed on the way (counted in the output and the metrics), unless the token was
+   * refused (3), the command could not start (126/127) or an ack's outcome is unknown (2).
+   */
+  private status(): number {
+    if (this.follow) {
+      const final = [ExitCode.Auth, ExitCode.Broker, 126, 127].filter((code) => this.codes.has(code));
+      return runExitStatus(new Set(final));
     }
     // Stopped by a signal, with every batch settled: 128 + n, as a shell reports it.
     if (this.signalled) this.codes.add(signalExitCode(this.signalled));
@@ -187,17 +245,42 @@ export class Consumer {
   }
 
   private onSignal(signal: NodeJS.Signals): void {
-    const again = this.signalled !== null;
-    this.signalled ??= signal;
+    if (this.signalled !== null) {
+      // A second signal: the commands get it at once, and what is in flight is abandoned.
+      for (const forward of this.forwarders) forward(signal);
+      this.hard.abort(signal);
+      return;
+    }
+    this.signalled = signal;
+    this.stopTaking = true;
     this.soft.abort(signal);
-    if (this.forward) this.forward(signal);
-    else if (this.phase === 'watch') this.watchAbort?.abort(signal);
-    if (again || this.phase === 'pop') this.hard.abort(signal);
+    this.popAbort.abort(signal);
+    for (const watch of this.starting) watch.abort(signal);
+    const { drainMs } = this.options;
+    if (drainMs === undefined || this.forwarders.size === 0) {
+      for (const forward of this.forwarders) forward(signal);
+      return;
+    }
+    this.note(
+      `${signal}: no further batch; ${plural(this.forwarders.size, 'command')} running get --drain ` +
+        `${formatDuration(drainMs)} to end by themselves, then ${signal}`,
+    );
+    this.runtime.clock.sleep(drainMs, this.over.signal).then(
+      () => {
+        for (const forward of this.forwarders) forward(signal);
+      },
+      () => {}, // every command ended first
+    );
   }
 
   /** Waits for every batch still settling. */
   private async settled(): Promise<void> {
     while (this.settling.size > 0) await Promise.all([...this.settling.values()].map((entry) => entry.done));
+  }
+
+  /** Waits for any batch in hand to end or settle: what it gives back may be taken again. */
+  private async anyBatch(): Promise<void> {
+    await Promise.race([...this.active, ...[...this.settling.values()].map((entry) => entry.done)]);
   }
 
   /** The pop of the next batch: a batch taken, or 'again' (pop once more), or 'end'. */
@@ -212,41 +295,51 @@ export class Consumer {
     const request = bisected
       ? { ...options.acquire, partition: bisected.name, batch: bisected.size, waitMs: undefined }
       : options.acquire;
-    this.phase = 'pop';
+    const signal = AbortSignal.any([this.hard.signal, this.popAbort.signal]);
+    const sentAt = runtime.clock.now();
     let acquired: Awaited<ReturnType<typeof acquireBatch>>;
     try {
-      acquired = await acquireBatch(
-        { ...request, format: null, noHeaders: false },
-        { ...runtime, signal: this.hard.signal },
-      );
+      acquired = await acquireBatch({ ...request, format: null, noHeaders: false }, { ...runtime, signal });
     } catch (error) {
-      if (!this.hard.signal.aborted) {
-        if (!(error instanceof QueenctlError)) throw error;
-        await writeMessage(runtime.io, errorMessage(error));
-        this.codes.add(error.exitCode);
+      if (signal.aborted) {
+        const abandoned =
+          `the pop of queue ${escapeText(options.acquire.queue)} was abandoned: a lease it may have taken just ` +
+          `then holds its messages for the queue's lease time`;
+        // A worker's long poll, cut by the signal that stops it: the normal end, said as a step.
+        if (this.follow && this.hard.signal.aborted === false) this.note(`${this.signalled}: ${abandoned}`);
+        else await writeMessage(runtime.io, `queenctl: interrupted: ${abandoned}\n`);
         return 'end';
       }
-      await writeMessage(
-        runtime.io,
-        `queenctl: interrupted during the pop of queue ${escapeText(options.acquire.queue)}: a lease it may have ` +
-          `taken holds its messages for the queue's lease time\n`,
-      );
-      this.codes.add(signalExitCode(this.hard.signal.reason));
+      if (!(error instanceof QueenctlError)) throw error;
+      this.metrics?.pop('error');
+      if (this.follow && !(error instanceof AuthError)) return this.ridePopFailure(error);
+      await writeMessage(runtime.io, errorMessage(error));
+      this.codes.add(error.exitCode);
       return 'end';
-    } finally {
-      this.phase = 'idle';
+    }
+    if (this.outageSince !== null) {
+      this.note(`the broker answers pops again, after ${formatDuration(runtime.clock.now() - this.outageSince)}`);
+      this.outageSince = null;
+      this.metrics?.outage(false);
     }
     if (acquired.kind === 'none') {
+      this.metrics?.pop(acquired.message.includes('lease_held') ? 'held' : 'empty');
       if (bisected) {
         // Taken by another consumer, or nothing left of it: the bisection is over.
         this.policy.forget(bisected.partitionId);
         return 'again';
       }
       this.emit({ event: 'empty', at: this.at(), queue: options.acquire.queue });
-      if (this.settling.size > 0) {
-        // The messages this run holds back for their retry delay come back once acked: wait for
+      if (this.follow) {
+        // Never faster than a pop a second, whatever the broker answers (a long poll waits itself).
+        const left = EMPTY_POP_MIN_MS - (runtime.clock.now() - sentAt);
+        if (left > 0) await runtime.clock.sleep(left, this.popAbort.signal).catch(() => {});
+        return 'again';
+      }
+      if (this.active.size > 0 || this.settling.size > 0) {
+        // What the run's batches in hand give back (a retry after its delay) comes back: wait for
         // them, then look again (a pop finding nothing meanwhile does not end the run).
-        await Promise.race([...this.settling.values()].map((entry) => entry.done));
+        await this.anyBatch();
         return 'again';
       }
       if (options.batches === 'until-empty') {
@@ -261,6 +354,7 @@ export class Consumer {
       } else this.note(`no further batch: ${acquired.message}`);
       return 'end';
     }
+    this.metrics?.pop('batch');
     const { record, renewal } = acquired;
     this.emit({
       event: 'acquired',
@@ -281,11 +375,33 @@ export class Consumer {
           `nothing: it is gone already; the command was not started, nothing was acked, and its messages go to ` +
           `the next pop\n`,
       );
+      this.metrics?.leaseLost();
       this.codes.add(ExitCode.NotHeld);
-      return 'end';
+      return this.follow ? 'again' : 'end';
     }
     return record;
   }
+
+  /**
+   * --follow: a pop the broker did not answer (down, restarting, a 5xx) is tried again with
+   * backoff, said once when it starts and once when it ends (take); the run goes on.
+   */
+  private async ridePopFailure(error: QueenctlError): Promise<'again'> {
+    const { clock } = this.runtime;
+    const now = clock.now();
+    if (this.outageSince === null) {
+      this.outageSince = now;
+      this.popBackoffMs = POP_BACKOFF_MS;
+      this.metrics?.outage(true);
+      this.warn(`the pop failed (${escapeText(error.message)}); trying again with backoff until the broker answers`);
+    } else {
+      this.popBackoffMs = Math.min(POP_BACKOFF_MAX_MS, this.popBackoffMs * 2);
+    }
+    await clock.sleep(this.popBackoffMs, this.popAbort.signal).catch(() => {});
+    return 'again';
+  }
+
+  private popBackoffMs = POP_BACKOFF_MS;
 
   /**
    * --until-empty ended on a pop that found nothing: not a drained queue when other consumers
@@ -392,24 +508,31 @@ export class Consumer {
       return { end, outcomes: outcomesOf(work, end, new Map()), startCode: ExitCode.CannotExecute };
     }
     let watched: Awaited<ReturnType<typeof watchWithCommand>>;
-    this.watchAbort = new AbortController();
+    // Aborted by a signal before the command started: it never starts (once started, signals go
+    // to it through the forwarders instead).
+    const watchAbort = new AbortController();
+    if (this.signalled) watchAbort.abort(this.signalled);
+    this.starting.add(watchAbort);
+    const forwarder: { listener: ((signal: NodeJS.Signals) => void) | null } = { listener: null };
+    const began = runtime.clock.now();
     try {
-      this.phase = 'watch';
       watched = await watchWithCommand(
         [record.leaseId],
         this.watchOptions(delivery),
-        { ...runtime, signal: this.watchAbort.signal },
-        this.watchPorts(),
+        { ...runtime, signal: watchAbort.signal },
+        this.watchPorts(forwarder),
       );
     } catch (error) {
       delivery.remove();
       throw error;
     } finally {
-      this.phase = 'idle';
-      this.forward = null;
+      this.starting.delete(watchAbort);
+      if (forwarder.listener) this.forwarders.delete(forwarder.listener);
     }
     const { exit } = watched;
-    if (exit === null && !this.watchAbort.signal.aborted) {
+    if (exit !== null && !exit.startError) this.metrics?.commandEnded((runtime.clock.now() - began) / 1000);
+    if (exit === null && !watchAbort.signal.aborted) {
+      this.metrics?.leaseLost();
       delivery.remove();
       // Lost (or never renewed): watch said so; the batch is the redelivery's now.
       await writeMessage(
@@ -482,7 +605,7 @@ export class Consumer {
       const messages = scope.map((index) => record.messages[index] as BatchMessage);
       const scoped = scope.map((index) => outcomes[index] as Outcome);
       const completions: AckItem[] = [];
-      const decisive: Array<{ item: AckItem; delayMs: number; after: number[] }> = [];
+      const decisive: Array<{ item: AckItem; delayMs: number; after: number[]; parks: boolean }> = [];
       for (const acks of ackRule(messages, scoped)) {
         for (const index of acks.completed) {
           completions.push({ message: messages[index] as BatchMessage, status: 'completed', error: null });
@@ -496,11 +619,16 @@ export class Consumer {
           item: { message, status: decision.status, error: outcome.error },
           delayMs: decision.delayMs,
           after,
+          parks: decision.givenUp,
         });
         if (decision.givenUp) givenUp = true;
       }
-      const delayMs = Math.max(0, ...decisive.map((entry) => entry.delayMs));
+      // --follow parks a message given up with --on-failure retry: its partition's lease is held
+      // until the run ends, so the worker takes no further batch of it, and nobody spins on it.
+      const parks = this.follow && decisive.some((entry) => entry.parks);
+      const delayMs = parks ? Number.POSITIVE_INFINITY : Math.max(0, ...decisive.map((entry) => entry.delayMs));
       const waits = delayMs > 0 && !this.soft.signal.aborted;
+      if (parks && waits) this.sayParked(record, taken);
       const acked: Array<{ item: AckItem; result: AckResult }> = [];
       // Completions at once; the rest after the wait, or with them when there is none.
       const first = waits ? completions : [...completions, ...decisive.map((entry) => entry.item)];
@@ -510,6 +638,7 @@ export class Consumer {
       if (waits) {
         waiting();
         if (!(await this.hold(record.leaseId, delayMs))) {
+          this.metrics?.leaseLost();
           const back = decisive.reduce((sum, entry) => sum + 1 + entry.after.length, 0);
           counts.pending += back;
           await writeMessage(
@@ -553,7 +682,7 @@ export class Consumer {
       }
       scope.sort((a, b) => a - b);
     }
-    if (givenUp) {
+    if (givenUp && !this.follow) {
       const limit = this.options.retry.giveUpAfter;
       writeMessageNow(
         this.runtime.io,
@@ -565,10 +694,25 @@ export class Consumer {
     return this.ended(taken, counts, ExitCode.Ok, givenUp);
   }
 
+  private sayParked(record: BatchRecord, taken: Taken): void {
+    const limit = this.options.retry.giveUpAfter;
+    writeMessageNow(
+      this.runtime.io,
+      `queenctl: a message of lease ${escapeText(record.leaseId)} has failed ${limit} times in this run ` +
+        `(--give-up-after ${limit}; last: ${taken.words}): its partition is held, renewed, and takes no further ` +
+        `batch until the run ends, when the message is acked retry (--on-failure failed would hand it to the ` +
+        `dead-letter queue instead)\n`,
+    );
+  }
+
   /** The batch's `acked` event and line, and its status. */
   private ended(taken: Taken, counts: BatchCounts, code: number, last: boolean): BatchEnd {
     const { record } = taken;
     this.emit({ event: 'acked', at: this.at(), leaseId: record.leaseId, ...taken.status, ...counts });
+    if (this.metrics) {
+      for (const status of ['completed', 'retry', 'failed', 'dlq'] as const)
+        this.metrics.messages(status, counts[status]);
+    }
     const done = counts.completed === record.messages.length;
     this.note(`acked lease ${escapeText(record.leaseId)}: ${countWords(counts)}${done ? '' : `; ${taken.words}`}`);
     if (code !== ExitCode.Ok) return { code, last };
@@ -634,6 +778,7 @@ export class Consumer {
     const over = new AbortController();
     const stopWaiting = (): void => over.abort();
     this.soft.signal.addEventListener('abort', stopWaiting, { once: true });
+    if (this.soft.signal.aborted) over.abort();
     const scheduler = new RenewalScheduler(
       [leaseId],
       {
@@ -656,7 +801,11 @@ export class Consumer {
     );
     const renewing = scheduler.run();
     try {
-      await runtime.clock.sleep(ms, over.signal).catch(() => {});
+      if (Number.isFinite(ms)) await runtime.clock.sleep(ms, over.signal).catch(() => {});
+      else if (!over.signal.aborted) {
+        // Until the run ends (a signal): never a timer of Infinity, which Node.js makes 1 ms.
+        await new Promise((resolve) => over.signal.addEventListener('abort', resolve, { once: true }));
+      }
     } finally {
       this.soft.signal.removeEventListener('abort', stopWaiting);
       scheduler.stop('for');
@@ -682,18 +831,23 @@ export class Consumer {
       // Never inherited: a QUEEN_PARTITIONS of queenctl's own environment would name other partitions.
       childEnv: { QUEEN_PARTITIONS: undefined, ...delivery.env },
       childInput: delivery.input,
+      // Side by side, the commands' lines pass through queenctl whole, never cut into each other.
+      ...(options.parallel > 1 && { childWholeLines: true }),
     };
   }
 
-  private watchPorts(): WatchPorts {
+  /** One batch's ports: while its command runs, signals to queenctl reach it through `forwarder`. */
+  private watchPorts(forwarder: { listener: ((signal: NodeJS.Signals) => void) | null }): WatchPorts {
     return {
       env: this.proc.env,
       argvAfterDashDash: this.proc.argvAfterDashDash,
       launch: this.launch,
       relaySignals: (listener) => {
-        this.forward = listener;
+        forwarder.listener = listener;
+        this.forwarders.add(listener);
         return () => {
-          if (this.forward === listener) this.forward = null;
+          this.forwarders.delete(listener);
+          if (forwarder.listener === listener) forwarder.listener = null;
         };
       },
     };

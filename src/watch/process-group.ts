@@ -10,7 +10,7 @@
 import type { ChildProcess, SpawnOptions, StdioOptions } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
-import type { Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import {
   FORGET_MESSAGE,
   GUARDIAN_ARG,
@@ -81,7 +81,9 @@ async function launchGuarded(
   const { spawn } = await import('node:child_process');
   return new Promise((resolve) => {
     const stdin = spec.input ? 'pipe' : 'inherit';
-    const stdio: StdioOptions = [stdin, spec.stdoutToStderr ? 2 : 'inherit', 'inherit'];
+    const stdio: StdioOptions = spec.wholeLines
+      ? [stdin, 'pipe', 'pipe']
+      : [stdin, spec.stdoutToStderr ? 2 : 'inherit', 'inherit'];
     const cannotStart = (error: NodeJS.ErrnoException): void => {
       free(guardian);
       resolve({
@@ -104,6 +106,10 @@ async function launchGuarded(
     if (child.pid !== undefined) guardian.stdin?.write(groupMessage(child.pid, spec.killAfterMs));
     child.once('error', cannotStart);
     child.once('spawn', () => {
+      if (spec.wholeLines) {
+        passLines(child.stdout, spec.stdoutToStderr ? process.stderr : process.stdout);
+        passLines(child.stderr, process.stderr);
+      }
       const written = { lines: 0 };
       if (spec.input && child.stdin) void feed(child.stdin, spec.input, written);
       resolve(new ProcessGroup(child, guardian, free, written));
@@ -144,6 +150,48 @@ async function feed(stdin: Writable, chunks: readonly string[], written: { lines
     });
   }
   if (!gone) stdin.end();
+}
+
+/** A line longer than this is passed on in pieces: memory stays bounded whatever a command writes. */
+const MAX_HELD_LINE = 1024 * 1024;
+
+/**
+ * Passes a command's output on a whole line at a time, so that the lines of commands running side
+ * by side are never cut into each other: each write to `target` is whole lines, and one process
+ * writes them one after another. A last line without its newline gets one. The command waits
+ * while `target` cannot take more (backpressure), as it would on its own pipe.
+ */
+function passLines(source: Readable | null, target: Writable): void {
+  if (!source) return;
+  let held: Buffer[] = [];
+  let heldBytes = 0;
+  const write = (chunk: Buffer): void => {
+    if (!target.write(chunk)) {
+      source.pause();
+      target.once('drain', () => source.resume());
+    }
+  };
+  source.on('data', (chunk: Buffer) => {
+    const end = chunk.lastIndexOf(0x0a);
+    if (end === -1) {
+      held.push(chunk);
+      heldBytes += chunk.length;
+      if (heldBytes < MAX_HELD_LINE) return;
+      write(Buffer.concat(held));
+      held = [];
+      heldBytes = 0;
+      return;
+    }
+    write(Buffer.concat([...held, chunk.subarray(0, end + 1)]));
+    const rest = chunk.subarray(end + 1);
+    held = rest.length > 0 ? [rest] : [];
+    heldBytes = rest.length;
+  });
+  source.on('end', () => {
+    if (heldBytes > 0) write(Buffer.concat([...held, Buffer.from('\n')]));
+    held = [];
+  });
+  source.on('error', () => {}); // the command's end is seen on its exit
 }
 
 /** Starts a guardian, waiting for nothing: resolves with it, or with why the command cannot run. */

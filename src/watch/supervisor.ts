@@ -28,6 +28,12 @@ export interface LaunchSpec {
    * run`: the batch's messages, one JSON line each). Undefined: stdin is inherited.
    */
   input?: readonly string[];
+  /**
+   * The command's stdout and stderr pass through queenctl a whole line at a time (`lease run
+   * --parallel`: several commands write to the same streams, and no line may be cut into
+   * another's). Otherwise they are inherited.
+   */
+  wholeLines?: boolean;
 }
 
 /** How the command ended, and the status a shell would report for it. */
@@ -109,6 +115,8 @@ export interface SupervisorOptions {
   extraEnv?: Readonly<Record<string, string | undefined>>;
   /** The command's standard input (LaunchSpec.input); undefined: inherited. */
   input?: readonly string[];
+  /** LaunchSpec.wholeLines. */
+  wholeLines?: boolean;
 }
 
 export interface SupervisorPorts {
@@ -214,8 +222,16 @@ export class CommandSupervisor {
     const release = this.ports.relaySignals(forward);
     try {
       const env = this.childEnv();
-      const { input } = this.options;
-      const spec: LaunchSpec = { command, args, env, stdoutToStderr, killAfterMs, ...(input && { input }) };
+      const { input, wholeLines } = this.options;
+      const spec: LaunchSpec = {
+        command,
+        args,
+        env,
+        stdoutToStderr,
+        killAfterMs,
+        ...(input && { input }),
+        ...(wholeLines && { wholeLines }),
+      };
       const launched = await this.ports.launch(spec);
       if (!('exited' in launched)) {
         this.state = 'ended';

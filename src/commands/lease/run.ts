@@ -26,8 +26,12 @@ import { acquireRequest, addAcquireOptions } from './acquire.js';
 import { durationOption, exitCodesHelp, retriesOption, secondsOption } from './options.js';
 import { DEFAULT_KILL_AFTER_MS } from './watch.js';
 
-/** The most batches `--batches` takes; `--until-empty` has no limit. */
+/** The most batches `--batches` takes; `--until-empty` and `--follow` have no limit. */
 export const MAX_BATCHES = 1_000_000;
+/** The most batches at once: each is a command, a lease and a guardian's watch. */
+export const MAX_PARALLEL = 256;
+/** --follow's long poll when --wait is not given: a pop that finds nothing waits this long. */
+export const FOLLOW_WAIT_MS = 30_000;
 
 interface RunFlags {
   group?: string;
@@ -43,6 +47,9 @@ interface RunFlags {
   input: InputMode;
   batches?: number;
   untilEmpty?: boolean;
+  follow?: boolean;
+  parallel: number;
+  drain?: number;
   giveUpAfter: number;
   retries: number;
 }
@@ -91,7 +98,27 @@ export function runCommand(globals: GlobalContext): Command {
         .argParser(flagParser((text) => parseCount(text, '--batches', 1, MAX_BATCHES)))
         .conflicts('untilEmpty'),
     )
-    .addOption(new Option('--until-empty', 'take batches until a pop finds nothing to take'))
+    .addOption(new Option('--until-empty', 'take batches until a pop finds nothing to take').conflicts('follow'))
+    .addOption(
+      new Option(
+        '--follow',
+        'never end on an empty queue: a worker, until SIGTERM or SIGINT (--wait defaults to 30s)',
+      ).conflicts(['batches', 'untilEmpty']),
+    )
+    .addOption(
+      new Option(
+        '--parallel <n>',
+        `up to n batches at once, each with its own lease and command (1 to ${MAX_PARALLEL})`,
+      )
+        .default(1)
+        .argParser(flagParser((text) => parseCount(text, '--parallel', 1, MAX_PARALLEL))),
+    )
+    .addOption(
+      durationOption(
+        '--drain <duration>',
+        'on the first SIGTERM or SIGINT, let running commands end by themselves this long before forwarding it',
+      ),
+    )
     .addOption(retriesOption('retries of a pop that never reached the broker (connection refused, host not found)'))
     .addHelpText(
       'after',
@@ -186,12 +213,19 @@ function runOptions(
     term: proc.env.TERM,
   });
   return {
-    acquire: { ...acquireRequest(queue, flags, settings.retry), seconds: flags.seconds },
+    acquire: {
+      ...acquireRequest(queue, flags, settings.retry),
+      // A worker waits on the broker for something to take, rather than asking again and again.
+      ...(flags.follow && flags.wait === undefined && { waitMs: FOLLOW_WAIT_MS }),
+      seconds: flags.seconds,
+    },
     everyMs: flags.every,
     killAfterMs: flags.killAfter,
     retry: { retryDelayMs: flags.retryDelay, giveUpAfter: flags.giveUpAfter, onFailure: flags.onFailure },
     input: flags.input,
-    batches: flags.untilEmpty ? 'until-empty' : (flags.batches ?? 1),
+    batches: flags.follow ? 'follow' : flags.untilEmpty ? 'until-empty' : (flags.batches ?? 1),
+    parallel: flags.parallel,
+    drainMs: flags.drain,
     command: after as readonly [string, ...string[]],
     output,
     requestTimeoutMs: settings.timeoutMs,

@@ -78,6 +78,8 @@ export interface WatchOptions {
   childEnv?: Readonly<Record<string, string | undefined>>;
   /** The command's standard input, chunk by chunk (`lease run`: the messages); else inherited. */
   childInput?: readonly string[];
+  /** The command's output a whole line at a time through queenctl (`lease run --parallel`). */
+  childWholeLines?: boolean;
 }
 
 /** How a watch with a command ended: its status, and how the command ended if it did by itself. */
@@ -375,6 +377,7 @@ class Watch {
           stdoutToStderr: printsEvents(options.output),
           ...(options.childEnv && { extraEnv: options.childEnv }),
           ...(options.childInput && { input: options.childInput }),
+          ...(options.childWholeLines && { wholeLines: true }),
         },
         { launch: ports.launch, clock: runtime.clock, relaySignals: ports.relaySignals },
         this.scheduler,
