@@ -61,7 +61,13 @@ const GROUPS = [
   {
     name: 'e2e',
     directory: /^e2e\//,
-    alone: ['e2e/live-views.test.js', 'e2e/run.test.js', 'e2e/run-load.test.js', 'e2e/run-outcomes.test.js'],
+    alone: [
+      'e2e/live-views.test.js',
+      'e2e/run.test.js',
+      'e2e/run-load.test.js',
+      'e2e/run-outcomes.test.js',
+      'e2e/run-follow.test.js',
+    ],
   },
   { name: 'docs', directory: /^docs\//, alone: ['docs/doctest.test.js'] },
 ];

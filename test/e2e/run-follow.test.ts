@@ -1,0 +1,179 @@
+/**
+ * `queenctl lease run` as a worker (docs/cli-contract.md#lease-run): `--follow` waits on an empty
+ * queue, `--parallel` runs up to n commands and never more, `--drain` lets a running command end
+ * by itself before the signal is forwarded. In-process against the simulator, with real commands;
+ * every verdict is read from files the commands write and the simulator's state, never timings.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { startInProcess } from '../support/in-process.js';
+import { events, NODE, RunScene, until } from '../support/lease-run.js';
+
+const scene = new RunScene();
+
+function worker(args: string[], command: string[]) {
+  return startInProcess(['lease', 'run', scene.queue, '--server', scene.sim.url, ...args, '--', ...command], {
+    timeoutMs: 90_000,
+  });
+}
+
+/** A handler that logs its start and end in `log`, and waits for the file `go` before it ends. */
+function gated(name: string, options: { exit?: number } = {}) {
+  const log = scene.file(`${name}.log`);
+  const go = scene.file(`${name}.go`);
+  const term = scene.file(`${name}.term`);
+  writeFileSync(log, '');
+  const path = scene.script(
+    name,
+    `const fs = require('node:fs');
+process.on('SIGTERM', () => { fs.appendFileSync(${JSON.stringify(term)}, 'x'); process.exit(143); });
+fs.readFileSync(0);
+fs.appendFileSync(${JSON.stringify(log)}, 'start\\n');
+const timer = setInterval(() => {
+  if (!fs.existsSync(${JSON.stringify(go)})) return;
+  clearInterval(timer);
+  fs.appendFileSync(${JSON.stringify(log)}, 'end\\n');
+  process.exit(${options.exit ?? 0});
+}, 20);`,
+  );
+  const lines = (): string[] => readFileSync(log, 'utf8').split('\n').filter(Boolean);
+  return { path, go, term, lines };
+}
+
+/** The most commands that ran at once, from their start and end lines in order. */
+function mostAtOnce(lines: string[]): number {
+  let now = 0;
+  let most = 0;
+  for (const line of lines) {
+    now += line === 'start' ? 1 : -1;
+    most = Math.max(most, now);
+  }
+  return most;
+}
+
+describe('lease run as a worker', () => {
+  it('--follow waits on an empty queue, takes what is pushed later, and exits 0 on SIGTERM', async () => {
+    scene.sim.createQueue({ name: scene.queue, partitions: ['p1'], leaseTime: 60 });
+    const seen = scene.file('seen');
+    const handler = scene.script(
+      'count',
+      `const fs = require('node:fs');
+fs.appendFileSync(${JSON.stringify(seen)}, fs.readFileSync(0, 'utf8'));`,
+    );
+    const running = worker(['--follow', '--wait', '2s', '--batch', '10', '-o', 'ndjson'], [NODE, handler]);
+    let ended = false;
+    void running.exited.then(() => (ended = true));
+    try {
+      await until(() => scene.requests('/api/v1/pop/') >= 2, 'two pops of the empty queue');
+      assert.equal(ended, false, 'an empty queue does not end a worker');
+      scene.sim.push(scene.queue, [{ n: 1 }, { n: 2 }], 'p1');
+      await until(() => scene.ackElements().length === 2, 'the batch pushed later, acked');
+      scene.sim.push(scene.queue, [{ n: 3 }], 'p1');
+      await until(() => scene.ackElements().length === 3, 'the next one');
+    } finally {
+      running.kill('SIGTERM');
+    }
+    const result = await running.exited;
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(readFileSync(seen, 'utf8').trimEnd().split('\n').length, 3);
+    assert.ok(scene.ackElements().every((a) => a.status === 'completed'));
+    assert.equal(scene.pending(), 0);
+    assert.ok(events(result.stdout).some((e) => e.event === 'empty'));
+  });
+
+  it('--parallel 4 runs four commands at once, and never five', async () => {
+    const partitions = Array.from({ length: 8 }, (_, i) => `p${i + 1}`);
+    scene.sim.createQueue({ name: scene.queue, partitions, leaseTime: 60 });
+    for (const partition of partitions) scene.sim.push(scene.queue, [{ partition }], partition);
+    const gate = gated('parallel');
+    const running = worker(['--parallel', '4', '--batches', '8', '--batch', '5'], [NODE, gate.path]);
+    try {
+      await until(() => gate.lines().length === 4, 'four commands started');
+      // A fifth batch is taken only once a slot is free: a run without the limit would have
+      // popped it before the fourth command could start.
+      assert.equal(scene.requests('/api/v1/pop/'), 4, 'no fifth pop while four commands run');
+    } finally {
+      writeFileSync(gate.go, '');
+    }
+    const result = await running.exited;
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(gate.lines().filter((line) => line === 'start').length, 8);
+    assert.equal(mostAtOnce(gate.lines()), 4);
+    assert.equal(scene.pending(), 0);
+  });
+
+  it('--drain lets a running command finish by itself, and acks it completed', async () => {
+    scene.queueWith(1);
+    const gate = gated('drain');
+    const running = worker(['--follow', '--wait', '1s', '--drain', '60s'], [NODE, gate.path]);
+    await until(() => gate.lines().length === 1, 'the command to start');
+    running.kill('SIGTERM');
+    await running.waitForStderr(/SIGTERM: no further batch; 1 command running get --drain 1m00s/);
+    writeFileSync(gate.go, '');
+    const result = await running.exited;
+    assert.equal(result.code, 0, result.stderr);
+    assert.ok(!existsSync(gate.term), 'the command never got SIGTERM');
+    assert.deepEqual(
+      scene.ackElements().map((a) => a.status),
+      ['completed'],
+    );
+    assert.equal(scene.requests('/api/v1/pop/'), 1, 'no batch taken after the signal');
+  });
+
+  it('--drain over: the signal goes to the command, and its batch is acked retry; exit 0', async () => {
+    scene.queueWith(1);
+    const gate = gated('over');
+    const running = worker(['--follow', '--wait', '1s', '--drain', '300ms'], [NODE, gate.path]);
+    await until(() => gate.lines().length === 1, 'the command to start');
+    running.kill('SIGTERM');
+    const result = await running.exited;
+    assert.equal(result.code, 0, result.stderr);
+    assert.ok(existsSync(gate.term), 'SIGTERM reached the command once the drain was over');
+    assert.deepEqual(
+      scene.ackElements().map((a) => a.status),
+      ['retry'],
+    );
+    assert.equal(scene.pending(), 1);
+  });
+
+  it('side by side, lines of the commands are never cut into each other', async () => {
+    const partitions = ['p1', 'p2', 'p3'];
+    scene.sim.createQueue({ name: scene.queue, partitions, leaseTime: 60 });
+    for (const partition of partitions) scene.sim.push(scene.queue, [{ partition }], partition);
+    const out = scene.file('lines');
+    // Each command writes long lines in small pieces: whole lines only if queenctl joins them.
+    const handler = scene.script(
+      'chatty',
+      `const fs = require('node:fs');
+const tag = JSON.parse(fs.readFileSync(0, 'utf8')).data.partition;
+let n = 0;
+const timer = setInterval(() => {
+  for (let i = 0; i < 10; i++) fs.writeSync(2, tag.repeat(30));
+  fs.writeSync(2, '\\n');
+  if (++n === 20) { clearInterval(timer); fs.writeFileSync(${JSON.stringify(out)} + '.' + tag, 'done'); }
+}, 5);`,
+    );
+    const captured: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    // The commands' stderr passes through this process's own (the launcher writes it there).
+    process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+      captured.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString());
+      return write(chunk, ...rest);
+    }) as typeof process.stderr.write;
+    let result: Awaited<ReturnType<typeof worker>['exited']>;
+    try {
+      result = await worker(['--parallel', '3', '--batches', '3', '-q'], [NODE, handler]).exited;
+    } finally {
+      process.stderr.write = write;
+    }
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(readdirSync(scene.dir).filter((name) => name.startsWith(`lines-${scene.count}.`)).length, 3);
+    const lines = captured
+      .join('')
+      .split('\n')
+      .filter((line) => /^(p1|p2|p3)/.test(line));
+    assert.equal(lines.length, 60);
+    for (const line of lines) assert.match(line, /^(p1){300}$|^(p2){300}$|^(p3){300}$/);
+  });
+});
