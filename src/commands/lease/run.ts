@@ -146,9 +146,16 @@ which is taken again in halves until the failing message is alone; one that fail
 --give-up-after times is acked as --on-failure says. A lost lease stops the command (SIGTERM, then
 SIGKILL after --kill-after) and acks nothing.
 
-Signals: the first SIGINT, SIGTERM or SIGHUP goes to the command's process group, and no further
-batch is taken; its batch is acked by its outcomes (retry for what the signal cut short). A second
-signal also abandons the ack. Should queenctl die, even by SIGKILL, a guardian stops the command.
+How long: one batch (--batches n: n), --until-empty, or --follow: a worker that never ends on an
+empty queue (a pop long-polls --wait, 30s unless given), rides out broker outages, and counts a
+lost lease or a failed command and goes on. --parallel n runs up to n batches at once, each with
+its own lease and command; their output lines pass through whole, never cut into each other.
+
+Signals: the first SIGINT, SIGTERM or SIGHUP takes no further batch and goes to the commands'
+process groups: at once, or with --drain d once they had d to end by themselves. Every batch is
+acked by its outcomes (retry for what the signal cut short) before queenctl exits; --follow then
+exits 0. A second signal also abandons the acks in flight. Should queenctl die, even by SIGKILL,
+a guardian stops the commands.
 
 Output: -o json or -o ndjson streams lease watch's events on stdout, plus acquired (leaseId,
 queue, partitions, messages), acked (leaseId, exitStatus, completed, retry, failed, dlq,
@@ -156,7 +163,9 @@ refused, pending) and empty (queue); the command's stdout then goes to stderr. O
 per step on stderr. The command's own status is in the output, never queenctl's.
 
 ${exitCodesHelp({
-  ok: 'every message taken was acked completed (--until-empty: then a pop found nothing)',
+  ok:
+    'every message taken was acked completed (--until-empty: then a pop found nothing);\n' +
+    '     --follow: stopped by a signal with every batch settled',
   broker: 'broker error, or an ack whose outcome is unknown (stderr says how to find out)',
   notHeld:
     'a lease was lost while its command ran (nothing acked), or an ack was refused for the\n' +
@@ -168,7 +177,8 @@ ${exitCodesHelp({
 Examples:
   queenctl lease run orders --batch 10 -- ./process-orders.sh
   queenctl lease run orders --group billing --until-empty -- python3 handle.py
-  queenctl lease run orders --batch 50 --on-failure failed -o ndjson -- ./job.sh > events.ndjson`,
+  queenctl lease run orders --batch 50 --on-failure failed -o ndjson -- ./job.sh > events.ndjson
+  queenctl lease run orders --follow --parallel 4 --drain 60s -- ./worker.sh`,
     )
     .action(async (queue: string, _command: string[], flags: RunFlags, self: Command) => {
       await globals.run(
