@@ -210,7 +210,7 @@ describe('docs/examples: the manifests', () => {
         relabel_configs: { source_labels: string[]; regex: string; action: string }[];
       }[];
     }[];
-    assert.deepEqual(config?.rule_files, ['prometheus-alerts.yml']);
+    assert.deepEqual(config?.rule_files, ['prometheus-alerts.yml', 'prometheus-alerts-run.yml']);
     const job = config?.scrape_configs.find((scrape) => scrape.job_name === 'queenctl');
     assert.ok(job, 'a queenctl scrape job');
     const keep = (label: string): RegExp => {
