@@ -5,7 +5,7 @@ FROM registry.example.com/queenctl:0.1.0 AS queenctl
 
 FROM debian:bookworm-slim
 COPY --from=queenctl /usr/bin/queenctl /usr/local/bin/
-COPY worker reprocess /app/
+COPY worker reprocess handler /app/
 WORKDIR /app
 # The uid the manifests run as (runAsUser). queenctl writes no file; its broker and token come
 # from the pod's environment (QUEEN_SERVER, QUEEN_TOKEN), the wrapping from the pod's command.

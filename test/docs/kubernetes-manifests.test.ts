@@ -5,9 +5,14 @@
  * container's env, with the broker unreachable: a line the parser takes reaches the broker and
  * exits 2 saying it cannot reach it; one it refuses exits 1 (docs/cli-contract.md, Exit codes)
  * before sending anything. Also: the metrics port, the probes, the PodMonitor and the scrape
- * config point at one another; the Dockerfile copies the executable from the image of this
- * version; kubernetes.md links to every example. The alert rules (prometheus-alerts.yml) are
- * tested with promtool where they are written, not here.
+ * config point at one another; the consumer's ScaledObject scales its Deployment on the series
+ * the queue-depth exporter serves, at --parallel partitions a pod; the Dockerfile copies the
+ * executable from the image of this version; kubernetes.md links to every example.
+ *
+ * A `lease run --follow` line does not end on an unreachable broker (it rides outages out): it is
+ * started, given until it says it cannot reach the broker (or 5 s), and stopped with SIGTERM, as
+ * the kubelet stops it; its flags passed the parser when it served metrics and exited other than 1.
+ * The alert rules (prometheus-alerts*.yml) are tested with promtool where they are written, not here.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -16,9 +21,10 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import type { Clock } from '../../src/clock.js';
+import { parseDuration } from '../../src/args.js';
 import { parseMetricsAddress } from '../../src/metrics/address.js';
 import { VERSION } from '../../src/version.js';
-import { runInProcess } from '../support/in-process.js';
+import { runInProcess, startInProcess } from '../support/in-process.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const EXAMPLES = join(ROOT, 'docs', 'examples');
@@ -26,7 +32,8 @@ const EXAMPLES = join(ROOT, 'docs', 'examples');
 const ALERTS = /^prometheus-alerts.*\.ya?ml$/;
 /** Nothing listens there: a run that reaches the broker fails to connect at once. */
 const UNREACHABLE = 'http://127.0.0.1:1';
-const METRICS_PORT = 9464;
+/** What a `lease run --follow` gets to try the broker before it is stopped: a limit, not a wait. */
+const FOLLOW_TRIES_MS = 5_000;
 
 interface EnvVar {
   name: string;
@@ -48,7 +55,12 @@ interface Container {
 }
 interface PodTemplate {
   metadata: { labels: Record<string, string> };
-  spec: { containers: Container[]; terminationGracePeriodSeconds?: number; restartPolicy?: string };
+  spec: {
+    containers: Container[];
+    terminationGracePeriodSeconds?: number;
+    restartPolicy?: string;
+    hostNetwork?: boolean;
+  };
 }
 interface Manifest {
   file: string;
@@ -125,6 +137,33 @@ function skippingClock(): Clock {
   };
 }
 
+/** A queenctl command line's own words: what comes before `--` (after it, the worker's). */
+function optionsOf(argv: readonly string[]): string[] {
+  const separator = argv.indexOf('--');
+  return separator < 0 ? [...argv] : argv.slice(0, separator);
+}
+
+/**
+ * A `lease run --follow` line against the unreachable broker: it must get past the parser (bind
+ * its listener and try the broker), then end on SIGTERM with its batches settled; a flag the
+ * parser refuses ends it at once with 1 and nothing served.
+ */
+async function followParses(argv: readonly string[], local: string[], env: Record<string, string>): Promise<void> {
+  const run = startInProcess(local, { env: { ...env, QUEEN_SERVER: UNREACHABLE }, timeoutMs: 30_000 });
+  const tried = run.waitForStderr(/cannot reach the broker/, FOLLOW_TRIES_MS).then(
+    () => true,
+    () => false,
+  );
+  const ended = await Promise.race([run.exited.then(() => true), tried.then(() => false)]);
+  if (!ended) run.kill('SIGTERM');
+  const result = await run.exited;
+  const said = `${argv.join(' ')}\nexit ${result.code}\n${result.stderr}`;
+  assert.equal(result.killed, false, said);
+  assert.doesNotMatch(result.stderr, /unknown option|usage/i, said);
+  assert.notEqual(result.code, 1, said);
+  if (optionsOf(argv).includes('--metrics-address')) assert.match(result.stderr, /serving metrics on http:\/\//, said);
+}
+
 describe('docs/examples: the manifests', () => {
   it('every file parses, and each manifest has an apiVersion, a kind and a name', () => {
     assert.ok(yamlFiles.includes('worker-deployment.yaml') && yamlFiles.includes('batch-job.yaml'), yamlFiles.join());
@@ -135,24 +174,29 @@ describe('docs/examples: the manifests', () => {
     }
   });
 
-  it('a Deployment and a Job run queenctl lease watch, wrapping the worker', () => {
+  it('a Deployment and a Job run lease watch, a Deployment lease run, each wrapping the worker', () => {
     const kinds = queenctlContainers.map(({ manifest, container }) => {
       const { argv } = expand(container);
-      assert.deepEqual(argv.slice(0, 2), ['lease', 'watch'], `${manifest.file}: ${argv.join(' ')}`);
+      assert.equal(argv[0], 'lease', `${manifest.file}: ${argv.join(' ')}`);
+      assert.ok(argv[1] === 'watch' || argv[1] === 'run', `${manifest.file}: ${argv.join(' ')}`);
       const separator = argv.indexOf('--');
       assert.ok(separator > 2 && argv.length > separator + 1, `${manifest.file}: -- <worker> after the lease id`);
-      return manifest.kind;
+      return `${argv[1]} in a ${manifest.kind}`;
     });
-    assert.deepEqual([...new Set(kinds)].sort(), ['Deployment', 'Job']);
+    assert.deepEqual([...new Set(kinds)].sort(), ['run in a Deployment', 'watch in a Deployment', 'watch in a Job']);
   });
 
   for (const file of new Set(queenctlContainers.map(({ manifest }) => manifest.file))) {
-    it(`${file}: its queenctl command lines parse (exit 2: broker, not 1: usage)`, async () => {
+    it(`${file}: its queenctl command lines parse (they reach the broker, not exit 1: usage)`, async () => {
       const runs = queenctlContainers.filter(({ manifest }) => manifest.file === file);
       for (const { container } of runs) {
         const { argv, env } = expand(container);
         // The manifest's port is the pod's; here any free port on loopback will do.
         const local = argv.map((arg, i) => (argv[i - 1] === '--metrics-address' ? '127.0.0.1:0' : arg));
+        if (optionsOf(argv).includes('--follow')) {
+          await followParses(argv, local, env);
+          continue;
+        }
         const result = await runInProcess(local, {
           env: { ...env, QUEEN_SERVER: UNREACHABLE },
           clock: skippingClock(),
@@ -171,22 +215,36 @@ describe('docs/examples: the manifests', () => {
   it('queenctl serves metrics on the port named metrics, which the probes and scrapers use', () => {
     assert.ok(queenctlContainers.length > 0);
     for (const { manifest, pod, container } of queenctlContainers) {
-      // The pod's address from the downward API, not every interface: what the kubelet's probes
-      // and Prometheus reach, by IP, which the listener's Host check lets through
-      // (docs/metrics.md, "Who may connect").
+      // The pod's address from the downward API, or every interface of the pod's own network
+      // namespace: what the kubelet's probes and Prometheus reach, by IP, which the listener's
+      // Host check lets through (docs/metrics.md, "Who may connect"). Never every interface of a
+      // node (hostNetwork).
       const args = container.args ?? [];
-      const address = args[args.indexOf('--metrics-address') + 1];
-      assert.equal(address, `$(POD_IP):${METRICS_PORT}`, `${manifest.file}: --metrics-address`);
-      const podIp = container.env?.find((variable) => variable.name === 'POD_IP');
-      assert.deepEqual(podIp?.valueFrom, { fieldRef: { fieldPath: 'status.podIP' } }, `${manifest.file}: POD_IP`);
-      assert.equal(parseMetricsAddress(address.replace('$(POD_IP)', '10.1.2.3')).host, '10.1.2.3');
+      assert.ok(args.includes('--metrics-address'), `${manifest.file}: --metrics-address`);
+      const address = args[args.indexOf('--metrics-address') + 1] as string;
+      assert.match(address, /^(\$\(POD_IP\))?:\d+$/, `${manifest.file}: --metrics-address`);
+      const parsed = parseMetricsAddress(address.replace('$(POD_IP)', '10.1.2.3'));
+      if (address.startsWith('$(POD_IP)')) {
+        const podIp = container.env?.find((variable) => variable.name === 'POD_IP');
+        assert.deepEqual(podIp?.valueFrom, { fieldRef: { fieldPath: 'status.podIP' } }, `${manifest.file}: POD_IP`);
+        assert.equal(parsed.host, '10.1.2.3');
+      } else {
+        assert.notEqual(pod.spec.hostNetwork, true, `${manifest.file}: every interface of the node`);
+      }
       const port = container.ports?.find((candidate) => candidate.name === 'metrics');
-      assert.equal(port?.containerPort, METRICS_PORT, `${manifest.file}: a port named metrics`);
+      assert.equal(port?.containerPort, parsed.port, `${manifest.file}: the port named metrics`);
       assert.deepEqual(container.livenessProbe?.httpGet, { path: '/livez', port: 'metrics' }, manifest.file);
       if (manifest.kind === 'Deployment')
         assert.deepEqual(container.readinessProbe?.httpGet, { path: '/readyz', port: 'metrics' }, manifest.file);
-      // The kubelet's SIGKILL comes after queenctl's own (--kill-after, 10s unless given).
-      assert.ok((pod.spec.terminationGracePeriodSeconds ?? 30) > 10, `${manifest.file}: terminationGracePeriodSeconds`);
+      // The kubelet's SIGKILL comes after queenctl's own: --drain, then --kill-after (10s unless given).
+      const options = optionsOf(expand(container).argv);
+      const flag = (name: string, otherwise: number): number =>
+        options.includes(name) ? parseDuration(options[options.indexOf(name) + 1] as string, name) : otherwise;
+      const stopsWithinMs = flag('--drain', 0) + flag('--kill-after', 10_000);
+      assert.ok(
+        (pod.spec.terminationGracePeriodSeconds ?? 30) * 1000 > stopsWithinMs,
+        `${manifest.file}: terminationGracePeriodSeconds over ${stopsWithinMs} ms`,
+      );
       assert.equal(pod.metadata.labels['app.kubernetes.io/component'], 'queen-worker', manifest.file);
     }
 
@@ -202,6 +260,66 @@ describe('docs/examples: the manifests', () => {
     );
   });
 
+  it('the consumer: lease run in a Deployment that KEDA scales on the backlog the exporter serves', () => {
+    const consumers = queenctlContainers.filter(({ container }) => expand(container).argv[1] === 'run');
+    assert.equal(consumers.length, 1, 'one lease run Deployment');
+    const { manifest, container } = consumers[0] as (typeof consumers)[number];
+    const options = optionsOf(expand(container).argv);
+    const queue = options[2] as string;
+    const parallel = options[options.indexOf('--parallel') + 1];
+    assert.ok(options.includes('--follow') && options.includes('--drain'), options.join(' '));
+    assert.equal(manifest.spec.replicas, undefined, `${manifest.file}: the ScaledObject owns the count`);
+    assert.deepEqual(container.readinessProbe?.httpGet, { path: '/readyz', port: 'metrics' });
+
+    const scaled = manifests.find((candidate) => candidate.kind === 'ScaledObject');
+    assert.ok(scaled, 'a ScaledObject');
+    assert.match(scaled.apiVersion, /^keda\.sh\//);
+    assert.deepEqual(scaled.spec.scaleTargetRef, { name: manifest.metadata.name });
+    const [trigger, ...others] = scaled.spec.triggers as { type: string; metadata: Record<string, string> }[];
+    assert.equal(others.length, 0);
+    assert.equal(trigger?.type, 'prometheus');
+    const { query = '', threshold, serverAddress = '', ignoreNullValues } = trigger?.metadata ?? {};
+    assert.match(serverAddress, /^http:\/\//);
+    // A pod works on --parallel partitions at once: the threshold per pod, over partitions with a backlog.
+    assert.equal(threshold, parallel);
+    assert.equal(ignoreNullValues, 'false', 'no series is an error (the fallback), not 0 pods');
+    assert.ok((scaled.spec.minReplicaCount as number) >= 1);
+
+    // The series the query reads is the one the exporter is configured to serve, for this queue.
+    const exporterConfig = manifests.find(
+      (candidate) => candidate.kind === 'ConfigMap' && candidate.metadata.name === 'queen-json-exporter',
+    );
+    assert.ok(exporterConfig, 'the exporter ConfigMap');
+    const config = parseAllDocuments(
+      (exporterConfig as unknown as { data: Record<string, string> }).data['config.yml'] ?? '',
+    )[0]?.toJS() as {
+      modules: Record<
+        string,
+        { metrics: { name: string; path: string; labels: Record<string, string>; values: Record<string, string> }[] }
+      >;
+    };
+    const [moduleName, module] = Object.entries(config.modules)[0] ?? [];
+    const metric = module?.metrics[0];
+    assert.ok(moduleName && metric, 'a module with a metric');
+    const series = `${metric.name}_${Object.keys(metric.values)[0]}`;
+    const selector = new RegExp(`\\b${series}\\{([^}]*)\\}`).exec(query);
+    assert.ok(selector, `${query} reads ${series}`);
+    assert.ok((selector[1] as string).includes(`queue="${queue}"`), query);
+    assert.ok((selector[1] as string).includes(`consumer_group="${metric.labels.consumer_group}"`), query);
+    assert.equal(metric.labels.queue, queue);
+    assert.equal(metric.path, `{ .${queue}.partitions[*] }`);
+    assert.equal(metric.values.offset_lag, '{ .offsetLag }');
+
+    const probe = manifests.find((candidate) => candidate.kind === 'Probe');
+    assert.ok(probe, 'a Probe of the broker through the exporter');
+    assert.equal(probe.spec.module, moduleName);
+    const targets = (probe.spec.targets as { staticConfig: { static: string[] } }).staticConfig.static;
+    assert.deepEqual(
+      targets.map((target) => new URL(target).pathname),
+      [`/api/v1/consumer-groups/${metric.labels.consumer_group}`],
+    );
+  });
+
   it('prometheus.yml keeps the queen workers and their port named metrics, with the alert rules', () => {
     const [config] = documents('prometheus.yml') as {
       rule_files: string[];
@@ -210,7 +328,7 @@ describe('docs/examples: the manifests', () => {
         relabel_configs: { source_labels: string[]; regex: string; action: string }[];
       }[];
     }[];
-    assert.deepEqual(config?.rule_files, ['prometheus-alerts.yml']);
+    assert.deepEqual(config?.rule_files, ['prometheus-alerts.yml', 'prometheus-alerts-run.yml']);
     const job = config?.scrape_configs.find((scrape) => scrape.job_name === 'queenctl');
     assert.ok(job, 'a queenctl scrape job');
     const keep = (label: string): RegExp => {
@@ -253,6 +371,14 @@ describe('docs/kubernetes.md', () => {
       'queenctl_lease_min_remaining_seconds',
       'queenctl_broker_up',
       'queenctl_command_running',
+      'queenctl_run_batches_total',
+      'queenctl_run_messages_total',
+      'queenctl_run_leases_lost_total',
+      'queenctl_run_in_flight',
+      'queenctl_run_command_seconds',
+      'queenctl_run_pops_total',
+      'queenctl_run_broker_up',
+      'queenctl_run_parallel',
     ];
     for (const metric of named) assert.ok(known.includes(metric), `${metric} is not a metric queenctl serves`);
     assert.ok(named.size > 0, 'kubernetes.md names the metrics');

@@ -1,8 +1,9 @@
 /**
  * What Prometheus's own tool says of queenctl's metrics and of the alert rules shipped in
  * docs/examples/ (docs/metrics.md): `promtool check metrics` on a scrape of a watch and of
- * `lease list --watch`, `promtool check rules` and `promtool test rules`. Skipped, saying why,
- * where promtool is not installed; CI installs it (.ci/fleet).
+ * `lease list --watch` (a lease run's: test/unit/metrics-run.test.ts), `promtool check rules` and
+ * `promtool test rules` on the watch's rules and the run's. Skipped, saying why, where promtool is
+ * not installed; CI installs it (.ci/fleet).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -60,6 +61,18 @@ describe('promtool', { skip }, () => {
 
   it('test rules: docs/examples/prometheus-alerts.test.yml', () => {
     const { status, output } = promtool(['test', 'rules', 'prometheus-alerts.test.yml']);
+    assert.equal(status, 0, output);
+    assert.match(output, /SUCCESS/);
+  });
+
+  it('check rules: docs/examples/prometheus-alerts-run.yml (lease run)', () => {
+    const { status, output } = promtool(['check', 'rules', 'prometheus-alerts-run.yml']);
+    assert.equal(status, 0, output);
+    assert.match(output, /SUCCESS: 5 rules found/);
+  });
+
+  it('test rules: docs/examples/prometheus-alerts-run.test.yml (lease run)', () => {
+    const { status, output } = promtool(['test', 'rules', 'prometheus-alerts-run.test.yml']);
     assert.equal(status, 0, output);
     assert.match(output, /SUCCESS/);
   });
