@@ -101,7 +101,10 @@ function outsideContract(leaseId: string, what: string, body: string): BrokerErr
 
 /** Turns the answer of one batch ack into a result per message, in the record's order. */
 export function parseAckAnswer(
-  record: Pick<BatchRecord, 'leaseId' | 'messages'>,
+  record: {
+    leaseId: string;
+    messages: ReadonlyArray<Pick<BatchMessage, 'transactionId' | 'partitionId' | 'partition'>>;
+  },
   answer: RawAnswer,
   server: string,
 ): AckResult[] {
@@ -133,7 +136,11 @@ export function parseAckAnswer(
     byTransaction.set(entry.transactionId, [...(byTransaction.get(entry.transactionId) ?? []), entry]);
   }
   return record.messages.map((message) => {
-    const entry = byTransaction.get(message.transactionId)?.shift();
+    // A transaction id is unique within its partition only: the result naming this message's
+    // partition (`partitionName`), else the next for its id, in order.
+    const entries = byTransaction.get(message.transactionId);
+    const at = entries?.findIndex((candidate) => candidate.partitionName === message.partition) ?? -1;
+    const entry = at >= 0 ? entries?.splice(at, 1)[0] : entries?.shift();
     if (entry === undefined) {
       throw outsideContract(leaseId, `no result for message ${message.transactionId}`, answer.body);
     }

@@ -189,6 +189,9 @@ export function parsePop(request: PopRequest, answer: RawAnswer, server: string)
   if (consumerGroup !== asked) {
     throw outsideContract(request, `it is a batch of consumer group "${escapeText(consumerGroup)}"`, body);
   }
+  // A message named twice would be acked twice: a repeated ack counts again and can release the
+  // lease under the rest of the batch (docs/broker.md#ack).
+  const seen = new Set<string>();
   const checked = messages.map((message, index): BatchMessage => {
     const at = `message ${index + 1}`;
     if (!isObject(message)) throw outsideContract(request, `${at} is not an object`, body);
@@ -199,6 +202,9 @@ export function parsePop(request: PopRequest, answer: RawAnswer, server: string)
     if (message.leaseId !== undefined && message.leaseId !== leaseId) {
       throw outsideContract(request, `${at} is under another lease id`, body);
     }
+    const key = `${message.partitionId}\u0000${message.transactionId}`;
+    if (seen.has(key)) throw outsideContract(request, `${at} repeats a message of the batch`, body);
+    seen.add(key);
     const text = messageTexts.length === messages.length ? messageTexts[index] : null;
     if (typeof text === 'string') rememberMessageText(message as BatchMessage, text);
     return message as BatchMessage;

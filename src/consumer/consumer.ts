@@ -32,6 +32,7 @@ import { escapeText } from '../output/sanitise.js';
 import { tokenOnCommandLineHint, type WatchOutputMode } from '../output/watch.js';
 import { loadTerminalText, writeMessage, writeMessageNow } from '../output/width.js';
 import { errorMessage, listSome, warningMessage } from '../output/words.js';
+import type { WatchEvent } from '../renewal/events.js';
 import { defaultEveryMs, RenewalScheduler } from '../renewal/scheduler.js';
 import { processGroupLauncher } from '../watch/process-group.js';
 import type { ChildExit } from '../watch/supervisor.js';
@@ -578,13 +579,16 @@ export class Consumer {
     }
     const words = `${command}: ${exitWords(exit)}`;
     if (exit.startError) return { kind: 'not-run', words };
+    const signal = exit.signal ?? undefined;
     // Ended after queenctl forwarded a signal: not the messages' failure; back at once.
-    if (this.signalled && exit.status !== 0) return { kind: 'stopped', words };
+    if (this.signalled && exit.status !== 0) return { kind: 'stopped', words, ...(signal && { signal }) };
     const inputWritten = this.options.input === 'none' ? messages : (exit.inputWritten ?? 0);
-    return { kind: 'exited', status: exit.status, inputWritten, words };
+    return { kind: 'exited', status: exit.status, inputWritten, words, ...(signal && { signal }) };
   }
 
   private statusOf(end: CommandEnd): Pick<Taken, 'status' | 'words'> {
+    // A signal ended it: the event names the signal, not 128 + its number (an exit 137 is no SIGKILL).
+    if (end.signal) return { status: { signal: end.signal }, words: end.words };
     if (end.kind === 'exited') return { status: { exitStatus: end.status }, words: end.words };
     return { status: { exitStatus: null }, words: end.words };
   }
@@ -629,33 +633,43 @@ export class Consumer {
       const delayMs = parks ? Number.POSITIVE_INFINITY : Math.max(0, ...decisive.map((entry) => entry.delayMs));
       const waits = delayMs > 0 && !this.soft.signal.aborted;
       if (parks && waits) this.sayParked(record, taken);
-      const acked: Array<{ item: AckItem; result: AckResult }> = [];
       // Completions at once; the rest after the wait, or with them when there is none.
       const first = waits ? completions : [...completions, ...decisive.map((entry) => entry.item)];
+      // Messages of this round whose ack did not land (or may not have): they come back.
+      const unsettled = (entries: typeof decisive): number =>
+        entries.reduce((sum, entry) => sum + 1 + entry.after.length, 0);
       const sent = await this.sendAck(record, first);
-      if (typeof sent === 'number') return this.ended(taken, counts, sent, true);
-      acked.push(...sent);
+      if (typeof sent === 'number') {
+        counts.pending += messages.length;
+        return this.ended(taken, counts, sent, true);
+      }
+      for (const { item, result } of sent) tally(counts, item, result);
+      const acked = [...sent];
       if (waits) {
         waiting();
-        if (!(await this.hold(record.leaseId, delayMs))) {
-          this.metrics?.leaseLost();
-          const back = decisive.reduce((sum, entry) => sum + 1 + entry.after.length, 0);
-          counts.pending += back;
+        this.sayWaiting(record, decisive.length, delayMs, parks);
+        const lost = await this.hold(record.leaseId, delayMs);
+        if (lost !== null) {
+          counts.pending += unsettled(decisive);
           await writeMessage(
             this.runtime.io,
-            `queenctl: lease ${escapeText(record.leaseId)} was lost while a retry waited its delay: nothing more ` +
-              `was acked, and ${plural(back, 'message')} come back to the next pop\n`,
+            `queenctl: ${lost.words}: nothing more was acked, and ${plural(unsettled(decisive), 'message')} of ` +
+              `lease ${escapeText(record.leaseId)} come${unsettled(decisive) === 1 ? 's' : ''} back to the next pop ` +
+              `once its lease is gone\n`,
           );
-          return this.ended(taken, counts, ExitCode.NotHeld, true);
+          return this.ended(taken, counts, lost.code, true);
         }
         const rest = await this.sendAck(
           record,
           decisive.map((entry) => entry.item),
         );
-        if (typeof rest === 'number') return this.ended(taken, counts, rest, true);
+        if (typeof rest === 'number') {
+          counts.pending += unsettled(decisive);
+          return this.ended(taken, counts, rest, true);
+        }
+        for (const { item, result } of rest) tally(counts, item, result);
         acked.push(...rest);
       }
-      for (const { item, result } of acked) tally(counts, item, result);
       const refusal = ackRefusal(
         ackRecord(
           record,
@@ -674,7 +688,7 @@ export class Consumer {
         const result = acked.find((entry) => entry.item === item)?.result;
         if (item.status === 'retry') this.policy.retried(item.message);
         if (item.status === 'failed' && result?.dlq === true) {
-          this.policy.deadLettered(item.message);
+          this.policy.deadLettered(item.message, after.length > 0);
           scope.push(...after);
         } else {
           counts.pending += after.length;
@@ -692,6 +706,15 @@ export class Consumer {
       );
     }
     return this.ended(taken, counts, ExitCode.Ok, givenUp);
+  }
+
+  /** A retry waits its delay, the lease held: said, so that a quiet minute is not a hang. */
+  private sayWaiting(record: BatchRecord, count: number, delayMs: number, parks: boolean): void {
+    if (parks) return;
+    this.note(
+      `lease ${escapeText(record.leaseId)}: ${plural(count, 'message')} to ack retry or failed in ` +
+        `${formatDuration(delayMs)} (--retry-delay, doubling per retry); the lease is held and renewed meanwhile`,
+    );
   }
 
   private sayParked(record: BatchRecord, taken: Taken): void {
@@ -769,12 +792,13 @@ export class Consumer {
   }
 
   /**
-   * Holds a lease for `ms`, renewing it as watch does, so that no consumer is given its messages
-   * meanwhile; a signal ends the wait early. False when the lease was lost.
+   * Holds a lease for `ms` (Infinity: until a signal), renewing it as watch does, so that no
+   * consumer is given its messages meanwhile; a signal ends the wait early. Null when it was held
+   * throughout; else why not, and the status: 4 lost, 3 the token refused, 2 the broker failed.
    */
-  private async hold(leaseId: string, ms: number): Promise<boolean> {
+  private async hold(leaseId: string, ms: number): Promise<{ code: number; words: string } | null> {
     const { options, runtime } = this;
-    let lost = false;
+    let ended: 'lost' | 'error' | null = null;
     const over = new AbortController();
     const stopWaiting = (): void => over.abort();
     this.soft.signal.addEventListener('abort', stopWaiting, { once: true });
@@ -790,8 +814,12 @@ export class Consumer {
       { client: runtime.client, clock: runtime.clock },
       {
         event: (event) => {
+          // Its renewals and a loss are events of the run's stream, as those of the command's watch.
+          if (event.event === 'renewed' || event.event === 'lost' || event.event === 'retry') {
+            this.emitWatchEvent(event);
+          }
           if (event.event === 'lost' || (event.event === 'stopped' && event.reason === 'error')) {
-            lost = true;
+            ended = event.event === 'lost' ? 'lost' : 'error';
             over.abort();
           }
         },
@@ -811,7 +839,17 @@ export class Consumer {
       scheduler.stop('for');
       await renewing;
     }
-    return !lost;
+    if (ended === null) return null;
+    const lease = escapeText(leaseId);
+    const refusal = scheduler.refusal;
+    if (refusal) return { code: ExitCode.Auth, words: `${escapeText(refusal.message)} (renewing lease ${lease})` };
+    if (ended === 'lost') {
+      this.metrics?.leaseLost();
+      return { code: ExitCode.NotHeld, words: `lease ${lease} was lost while a retry waited its delay` };
+    }
+    const failure = scheduler.failure;
+    const why = failure ? escapeText(failure.message) : 'the broker did not answer';
+    return { code: ExitCode.Broker, words: `lease ${lease} could not be renewed while a retry waited (${why})` };
   }
 
   private watchOptions(delivery: Delivery): WatchOptions & { command: readonly [string, ...string[]] } {
@@ -855,6 +893,11 @@ export class Consumer {
 
   private at(): string {
     return new Date(this.runtime.clock.now()).toISOString();
+  }
+
+  /** A renewal of a lease held for a retry, in the event stream as the watch's are. */
+  private emitWatchEvent(event: WatchEvent): void {
+    if (this.options.output === 'events') this.runtime.io.stdout.write(`${JSON.stringify(event)}\n`);
   }
 
   private emit(event: RunEvent): void {

@@ -34,10 +34,10 @@ export interface Reported {
 
 /** How the command ended, as far as the outcomes care. */
 export type CommandEnd =
-  /** It ran and exited (or a signal it did not get from queenctl ended it). */
-  | { kind: 'exited'; status: number; inputWritten: number; words: string }
+  /** It ran and exited (or a signal it did not get from queenctl ended it: `signal`). */
+  | { kind: 'exited'; status: number; inputWritten: number; words: string; signal?: string }
   /** queenctl forwarded a signal to it, or it never started, or queenctl failed before it ran. */
-  | { kind: 'stopped' | 'not-run'; words: string };
+  | { kind: 'stopped' | 'not-run'; words: string; signal?: string };
 
 /** One key per message: a transaction id is unique within its partition only. */
 export function messageKey(message: Pick<BatchMessage, 'partitionId' | 'transactionId'>): string {

@@ -23,6 +23,8 @@ const BASE_BYTES = 64 * 1024;
 export type ResultsRead = { ok: true; reported: Map<number, Reported>; ignored: number } | { ok: false; why: string };
 
 const STATUSES = new Set(['completed', 'retry', 'failed']);
+/** Half a surrogate pair: not text, and no JSON parser of the broker's takes it. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 export function resultsCap(messages: number): number {
   return BASE_BYTES + BYTES_PER_MESSAGE * messages;
@@ -109,6 +111,20 @@ function parseLine(line: string): (Reported & { transactionId: string; partition
     transactionId,
     ...(partitionId !== undefined && { partitionId }),
     status: status as Reported['status'],
-    error: typeof error === 'string' ? error.slice(0, MAX_REPORTED_ERROR) : null,
+    error: typeof error === 'string' ? reason(error) : null,
   };
+}
+
+/**
+ * The command's error text as the broker can store it: well-formed Unicode (a lone surrogate makes
+ * the broker's JSON parser refuse the whole ack), no NUL (PostgreSQL text refuses it), cut to
+ * MAX_REPORTED_ERROR code units between two characters, never inside one.
+ */
+export function reason(text: string): string {
+  let clean = text.replace(LONE_SURROGATE, '\uFFFD').replaceAll('\u0000', '\uFFFD');
+  if (clean.length > MAX_REPORTED_ERROR) {
+    const cut = clean.charCodeAt(MAX_REPORTED_ERROR - 1);
+    clean = clean.slice(0, cut >= 0xd800 && cut <= 0xdbff ? MAX_REPORTED_ERROR - 1 : MAX_REPORTED_ERROR);
+  }
+  return clean;
 }

@@ -95,9 +95,9 @@ export class RetryPolicy {
       return { status: 'retry', delayMs: 0, failures: 0, givenUp: false };
     }
     const delayMs = this.delayFor(key);
-    if (outcome.cause === 'unread') return { status: 'retry', delayMs, failures: 0, givenUp: false };
     // The messages of this partition the command failed on without naming any: from the
-    // decisive one on, those it was given (the held back ones were never tried).
+    // decisive one on, those it was given (the held back ones were never tried). The first line
+    // a command that exited 0 never took is named by that (`unread`), as is a reported one.
     const unnamed = outcome.cause === 'command' ? this.triedFrom(acks, outcomes) : 1;
     if (unnamed > 1) {
       this.split(acks.partitionId, message.partition, unnamed, bisection);
@@ -111,13 +111,16 @@ export class RetryPolicy {
     return { status: 'retry', delayMs: 0, failures, givenUp: true };
   }
 
-  /** The message went to the dead-letter queue: a bisection of its partition moves past it. */
-  deadLettered(message: BatchMessage): void {
+  /**
+   * The message went to the dead-letter queue: a bisection of its partition moves past it, unless
+   * the rest of its batch (`rest`), still under the lease, is settled next and moves it then.
+   */
+  deadLettered(message: BatchMessage, rest: boolean): void {
     const key = messageKey(message);
     this.retries.delete(key);
     this.failures.delete(key);
     const bisection = this.bisections.get(message.partitionId);
-    if (bisection) this.nextStep(message.partitionId, bisection);
+    if (bisection && !rest) this.nextStep(message.partitionId, bisection);
   }
 
   /** A retry of the message was acked: the next one waits twice as long. */

@@ -350,4 +350,102 @@ fs.writeFileSync(${JSON.stringify(seen)}, JSON.stringify({ partitions: process.e
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stderr, /the queue is not drained: 1 partition \(p2\) is held by other consumers/);
   });
+
+  it('a command a signal killed: the acked event names the signal, not 128 + its number', async () => {
+    scene.queueWith(1);
+    const result = await scene.run(
+      ['--retry-delay', '1ms', '-o', 'ndjson'],
+      ['sh', '-c', 'cat > /dev/null; kill -KILL $$'],
+    );
+    assert.equal(result.code, 5, result.stderr);
+    const acked = events(result.stdout).find((e) => e.event === 'acked');
+    assert.equal(acked?.signal, 'SIGKILL');
+    assert.equal('exitStatus' in (acked ?? {}), false);
+  });
+
+  /** Three messages; the command reports retry for the second: one completion, then a wait. */
+  function retryOfSecond(): string {
+    scene.queueWith(3);
+    return scene.script(
+      'second',
+      `const fs = require('node:fs');
+const lines = fs.readFileSync(0, 'utf8').trimEnd().split('\\n').map((l) => JSON.parse(l));
+fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, JSON.stringify({ transactionId: lines[1].transactionId,
+  status: 'retry' }) + '\\n');
+fs.writeFileSync(${JSON.stringify(scene.file('second.done'))}, 'x');`,
+    );
+  }
+
+  it('a lease lost while a retry waits: what was acked and what comes back are counted; exit 4', async () => {
+    const handler = retryOfSecond();
+    const run = startInProcess(
+      [
+        'lease',
+        'run',
+        scene.queue,
+        '--server',
+        scene.sim.url,
+        '--batch',
+        '5',
+        '--retry-delay',
+        '30s',
+        '--every',
+        '200ms',
+        '--seconds',
+        '30',
+        '-o',
+        'ndjson',
+        '--',
+        NODE,
+        handler,
+      ],
+      { timeoutMs: 60_000 },
+    );
+    // The completion of the first message is acked at once; the retry of the second waits.
+    await until(() => scene.ackElements().length === 1, 'the completion acked before the wait');
+    const leaseId = (events(run.stdout()).find((e) => e.event === 'acquired')?.leaseId ?? '') as string;
+    scene.sim.expire(leaseId);
+    const result = await run.exited;
+    assert.equal(result.code, 4, result.stderr);
+    assert.match(result.stderr, /was lost while a retry waited its delay: nothing more was acked, and 2 messages/);
+    const acked = events(result.stdout).find((e) => e.event === 'acked');
+    assert.deepEqual([acked?.completed, acked?.retry, acked?.pending], [1, 0, 2]);
+    assertNothingLost();
+  });
+
+  it('a token refused while a retry waits: exit 3, the refusal said, the rest counted as coming back', async () => {
+    const handler = retryOfSecond();
+    const run = startInProcess(
+      [
+        'lease',
+        'run',
+        scene.queue,
+        '--server',
+        scene.sim.url,
+        '--batch',
+        '5',
+        '--retry-delay',
+        '30s',
+        '--every',
+        '200ms',
+        '--seconds',
+        '30',
+        '-o',
+        'ndjson',
+        '--',
+        NODE,
+        handler,
+      ],
+      { timeoutMs: 60_000 },
+    );
+    // The completion of the first message is acked at once; the retry of the second waits.
+    await until(() => scene.ackElements().length === 1, 'the completion acked before the wait');
+    scene.sim.inject({ kind: 'status', status: 401, route: 'extend' });
+    const result = await run.exited;
+    scene.sim.clearFaults();
+    assert.equal(result.code, 3, result.stderr);
+    assert.match(result.stderr, /401/);
+    const acked = events(result.stdout).find((e) => e.event === 'acked');
+    assert.deepEqual([acked?.completed, acked?.pending], [1, 2]);
+  });
 });

@@ -114,7 +114,7 @@ describe('RetryPolicy', () => {
   const options: RetryOptions = { retryDelayMs: 1000, giveUpAfter: 3, onFailure: 'retry' };
 
   it('a retry of the same message waits twice as long each time, at most a minute', () => {
-    const policy = new RetryPolicy(options);
+    const policy = new RetryPolicy({ ...options, giveUpAfter: 1000 });
     const one = [message('p', 1)];
     const delays: number[] = [];
     for (let i = 0; i < 9; i++) {
@@ -195,5 +195,24 @@ describe('QUEEN_PARTITIONS', () => {
       assert.equal(partitionsVariable(['p1', name]), undefined, JSON.stringify(name));
     }
     assert.equal(partitionsVariable(Array.from({ length: 5000 }, (_, i) => `partition-${i}`)), undefined);
+  });
+});
+
+describe('what the command reports', () => {
+  it('an error text the broker can store: well-formed, no NUL, cut between characters', async () => {
+    const { reason, MAX_REPORTED_ERROR } = await import('../../src/consumer/results.js');
+    assert.equal(reason('lone \ud800 half'), 'lone \ufffd half');
+    assert.equal(reason('nul\u0000here'), 'nul\ufffdhere');
+    const cut = reason(`${'x'.repeat(MAX_REPORTED_ERROR - 1)}\u{1F600}`);
+    assert.equal(cut.length, MAX_REPORTED_ERROR - 1, 'never half an emoji');
+    assert.equal(cut, 'x'.repeat(MAX_REPORTED_ERROR - 1));
+  });
+
+  it('the first line a command that exited 0 never took counts toward --give-up-after', () => {
+    const policy = new RetryPolicy({ retryDelayMs: 1, giveUpAfter: 2, onFailure: 'retry' });
+    const one = [message('p', 1)];
+    const unread: Outcome[] = [{ status: 'retry', cause: 'unread', error: '' }];
+    assert.equal(decide(policy, one, unread)[0]?.givenUp, false);
+    assert.equal(decide(policy, one, unread)[0]?.givenUp, true, 'a command that never reads ends the run');
   });
 });

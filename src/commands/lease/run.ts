@@ -19,7 +19,10 @@ import {
 import { UsageError } from '../../exit.js';
 import { checkName } from '../../names.js';
 import { isJsonPath } from '../../output/format.js';
-import { watchOutputMode } from '../../output/watch.js';
+import { metricsServedNote, watchOutputMode } from '../../output/watch.js';
+import { write } from '../../io.js';
+import { parseMetricsAddress, type MetricsAddress } from '../../metrics/address.js';
+import type { RunMetrics } from '../../metrics/run.js';
 import { flagParser, type GlobalContext, type Settings, type VerbProcess } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { acquireRequest, addAcquireOptions } from './acquire.js';
@@ -50,6 +53,7 @@ interface RunFlags {
   follow?: boolean;
   parallel: number;
   drain?: number;
+  metricsAddress?: MetricsAddress;
   giveUpAfter: number;
   retries: number;
 }
@@ -119,6 +123,12 @@ export function runCommand(globals: GlobalContext): Command {
         'on the first SIGTERM or SIGINT, let running commands end by themselves this long before forwarding it',
       ),
     )
+    .addOption(
+      new Option(
+        '--metrics-address <[host]:port>',
+        'serve Prometheus metrics, /livez and /readyz there (:9464 every interface, :0 a free port)',
+      ).argParser(flagParser(parseMetricsAddress)),
+    )
     .addOption(retriesOption('retries of a pop that never reached the broker (connection refused, host not found)'))
     .addHelpText(
       'after',
@@ -157,6 +167,11 @@ acked by its outcomes (retry for what the signal cut short) before queenctl exit
 exits 0. A second signal also abandons the acks in flight. Should queenctl die, even by SIGKILL,
 a guardian stops the commands.
 
+Metrics: --metrics-address serves /metrics (queenctl_run_batches_total,
+queenctl_run_messages_total{status}, queenctl_run_leases_lost_total, queenctl_run_in_flight,
+queenctl_run_command_seconds, queenctl_run_pops_total{result}, queenctl_run_broker_up), /livez
+and /readyz (ready once the last pop was answered), as lease watch serves its own.
+
 Output: -o json or -o ndjson streams lease watch's events on stdout, plus acquired (leaseId,
 queue, partitions, messages), acked (leaseId, exitStatus, completed, retry, failed, dlq,
 refused, pending) and empty (queue); the command's stdout then goes to stderr. Otherwise one line
@@ -184,7 +199,7 @@ Examples:
       await globals.run(
         self,
         (runtime, settings, proc) =>
-          new Consumer(runOptions(queue, flags, settings, proc, runtime), runtime as ConsumerRuntime, proc).run(),
+          runConsumer(runOptions(queue, flags, settings, proc, runtime), flags, runtime as ConsumerRuntime, proc),
         // A run lasts as long as its batches: monotonic time, as watch (an NTP step moves no deadline).
         { requests: 'many', clock: monotonicClock },
       );
@@ -243,4 +258,32 @@ function runOptions(
     concurrencyGiven: settings.concurrencyGiven,
     tokenOnCommandLine: settings.tokenOnCommandLine,
   };
+}
+
+/**
+ * The run, with its metrics listener when asked: bound before anything is sent (a bad or busy
+ * address ends the run as a usage error), closed once every batch is settled.
+ */
+async function runConsumer(
+  options: ConsumerOptions,
+  flags: RunFlags,
+  runtime: ConsumerRuntime,
+  proc: VerbProcess,
+): Promise<number> {
+  let metrics: RunMetrics | null = null;
+  if (flags.metricsAddress) {
+    const { serveRunMetrics } = await import('../../metrics/run.js');
+    metrics = await serveRunMetrics({
+      address: flags.metricsAddress,
+      clock: runtime.clock,
+      parallel: options.parallel,
+    });
+    // Said even with -q: with :0 it is the only way to know the port.
+    await write(runtime.io.stderr, metricsServedNote(metrics.address));
+  }
+  try {
+    return await new Consumer(options, runtime, proc, metrics).run();
+  } finally {
+    await metrics?.close();
+  }
 }
