@@ -3,12 +3,13 @@
  * type, as a thin layer over an RFC 9535 implementation (json-p3, which passes the standard's whole
  * compliance test suite: test/unit/jsonpath-cts.test.ts), which parses and evaluates every path:
  *
- * - the Go queenctl's, an expression without braces (`.newExpiresAt`, `.rows[0].partition`):
- *   what it selects, then a newline;
+ * - the Go queenctl's, one path (`.newExpiresAt`, `.rows[0].partition`, or an RFC 9535 query
+ *   from `$`): what it selects, then a newline;
  * - kubectl's template: text with `{path}` actions, `{"\t"}` string literals and
  *   `{range path}…{end}` loops, printed exactly as written (no newline added).
  *
- * A path may leave out the `$` (`.a`, `[0].b`, `a`): it is read from the current object, which is
+ * Which of the two an expression is: `isTemplate`. A query from `$` is taken as RFC 9535 reads
+ * it, whole. Otherwise a path may leave out the `$` (`.a`, `[0].b`, `a`): it is read from the current object, which is
  * the whole output, or the element of the innermost `{range}`; `$` names the whole output and `@`
  * the current object. A member name with a dash (`.token-ref`, as kubectl allows) becomes
  * `['token-ref']`. A string prints bare, anything else as JSON; several values of one action are
@@ -42,6 +43,11 @@ export interface JsonPathTemplate {
   render(value: unknown): string;
   /** The same, ending with exactly one newline: one line per event of a stream. */
   renderLine(value: unknown): string;
+  /**
+   * What a path (either form that is not a template) selects of `value`: its nodelist's values,
+   * in order, before they are printed. A template has no one list: null.
+   */
+  readonly select: ((value: unknown) => unknown[]) | null;
 }
 
 /** A malformed expression: a usage error, found before anything is sent. */
@@ -137,15 +143,27 @@ type Compile = (rfc: string) => Query;
 
 /** Compiles a path with the library; its error is reported where the user typed it. */
 function checkPath(compile: Compile, expression: string, path: string, start: number): RfcPath {
-  const { rfc, positions, fromRoot } = toRfcPath(path, start);
+  return compilePath(compile, expression, toRfcPath(path, start), start + path.length);
+}
+
+/**
+ * Compiles RFC 9535 text whose characters came from `positions` of the expression; an error
+ * past its end points at `end`.
+ */
+function compilePath(
+  compile: Compile,
+  expression: string,
+  { rfc, positions, fromRoot }: { rfc: string; positions: Positions; fromRoot: boolean },
+  end: number,
+): RfcPath {
   try {
     return { query: compile(rfc), fromRoot };
   } catch (error) {
     const { message = '', token } = (error ?? {}) as JsonPathErrorLike;
     const rfcAt = token?.index ?? rfc.length;
-    const at = positions[rfcAt] ?? start + path.length;
+    const at = positions[rfcAt] ?? end;
     // The library's words, less the excerpt it adds (`('$.rows[':7)`): the caret shows where.
-    const words = message.replace(/\s*\('[^]*':\d+\)$/, '');
+    const words = message.replace(/\s*\('[\s\S]*':\d+\)$/, '');
     const what =
       rfcAt >= rfc.length
         ? 'the path ends too early'
@@ -154,6 +172,30 @@ function checkPath(compile: Compile, expression: string, path: string, start: nu
           : words || 'not a JSONPath';
     throw malformed(expression, at, what);
   }
+}
+
+/**
+ * Whether an expression is kubectl's template rather than one path. One that starts with `$` is
+ * an RFC 9535 query, whole and as the RFC reads it, never a template, whatever braces its strings
+ * hold (`$[?match(@.q, '\\p{Lu}')]`). Otherwise a `{` makes a template, unless it is inside a
+ * quoted string within `[ ]`, where JSONPath has strings: `.rows[?match(@.q, 'p{2}')]` is a path,
+ * `lease {.leaseId}` and `it's {.a}` are templates.
+ */
+export function isTemplate(expression: string): boolean {
+  if (expression.startsWith('$')) return false;
+  let depth = 0;
+  let quote: string | null = null;
+  for (let i = 0; i < expression.length; i++) {
+    const char = expression[i];
+    if (quote) {
+      if (char === '\\') i++;
+      else if (char === quote) quote = null;
+    } else if (char === '{') return true;
+    else if (char === '[') depth++;
+    else if (char === ']') depth = Math.max(0, depth - 1);
+    else if (depth > 0 && (char === '"' || char === "'")) quote = char;
+  }
+  return false;
 }
 
 /** The end of the `{…}` action that starts at `open`: the matching `}` outside quotes. */
@@ -230,12 +272,7 @@ function valueText(value: JsonValue): string {
  */
 type ShowValue = (value: JsonValue) => string;
 
-function renderParts(
-  parts: readonly Part[],
-  root: JsonValue,
-  current: JsonValue,
-  show: ShowValue,
-): string {
+function renderParts(parts: readonly Part[], root: JsonValue, current: JsonValue, show: ShowValue): string {
   let out = '';
   for (const part of parts) {
     if (part.kind === 'text') {
@@ -275,23 +312,36 @@ export async function parseJsonPath(
     const compiled = environment.compile(rfc);
     return (input) => compiled.query(input).values() as JsonValue[];
   };
-  const goForm = !expression.includes('{');
-  const parts: Part[] = goForm
-    ? [{ kind: 'path', path: checkPath(compile, expression, expression, 0) }]
-    : parseTemplate(compile, expression);
+  const goForm = !isTemplate(expression);
+  // A query from `$` is taken as the RFC reads it: no blanks trimmed, no kubectl dashes.
+  const whole = (): RfcPath =>
+    expression.startsWith('$')
+      ? compilePath(
+          compile,
+          expression,
+          { rfc: expression, positions: [...expression].map((_, at) => at), fromRoot: true },
+          expression.length,
+        )
+      : checkPath(compile, expression, expression, 0);
+  const parts: Part[] = goForm ? [{ kind: 'path', path: whole() }] : parseTemplate(compile, expression);
   const show: ShowValue = terminal ? (value) => escapeText(valueText(value)) : valueText;
+  // What -o json would print: the records are plain JSON values already.
+  const asJson = (value: unknown): JsonValue => JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
+  const [first] = parts;
+  const select = goForm && first?.kind === 'path' ? (value: unknown) => first.path.query(asJson(value)) : null;
   const render = (value: unknown): string => {
-    // What -o json would print: the records are plain JSON values already.
-    const json = JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
-    if (!goForm) return renderParts(parts, json, json, show);
+    if (!select) {
+      const json = asJson(value);
+      return renderParts(parts, json, json, show);
+    }
     // The Go form's line ends with a newline, but a path that selects nothing prints nothing
     // (docs/cli-contract.md#jsonpath-output), not an empty line.
-    const [path] = parts as [Extract<Part, { kind: 'path' }>];
-    const values = path.path.query(json);
+    const values = select(value);
     return values.length === 0 ? '' : `${values.map(show).join(' ')}\n`;
   };
   return {
     expression,
+    select,
     render,
     renderLine: (value) => {
       const text = render(value);
