@@ -70,7 +70,7 @@ const CHUNKS = {
   // Measuring and wrapping text for a terminal (src/output/width.ts).
   'terminal-text': [{ id: 'string-width' }, { id: 'wrap-ansi' }],
   'cli-table3': [{ id: 'cli-table3' }],
-  'jsonpath-rfc9535': [{ id: 'jsonpath-rfc9535' }],
+  'json-p3': [{ id: 'json-p3' }],
   // --metrics-address only (src/metrics/registry.ts).
   'prom-client': [{ id: 'prom-client' }],
   // The live views on a terminal only (src/output/live.ts).
@@ -79,7 +79,7 @@ const CHUNKS = {
 };
 /** An import of any of these packages, or of a file of one: each must be listed in CHUNKS. */
 const CHUNKED_NAMES =
-  'undici|yaml|chalk|ora|cli-table3|jsonpath-rfc9535|prom-client|log-update|string-width|wrap-ansi|cli-truncate';
+  'undici|yaml|chalk|ora|cli-table3|json-p3|prom-client|log-update|string-width|wrap-ansi|cli-truncate';
 const CHUNKED_PACKAGES = new RegExp(`^(${CHUNKED_NAMES})([\\\\/].*)?$`);
 const chunkOf = new Map(Object.entries(CHUNKS).flatMap(([chunk, ids]) => ids.map(({ id }) => [id, chunk])));
 /**

@@ -415,7 +415,7 @@ function copyright(build) {
 
 /**
  * A licence text with each full text of the Apache License 2.0 in it (in Node.js's LICENSE:
- * LIEF's, OpenSSL's, simdjson's ...; jsonpath-rfc9535's) replaced by where Debian keeps it, as
+ * LIEF's, OpenSSL's, simdjson's ...) replaced by where Debian keeps it, as
  * Debian policy asks of a copyright file (12.5).
  */
 function withCommonLicences(text) {

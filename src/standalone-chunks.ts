@@ -2,7 +2,7 @@
  * The scripts of the standalone executable that its entry (src/standalone.ts) loads
  * (scripts/build-exe.mjs, docs/standalone.md): the CLI itself (src/standalone-cli.ts), and the
  * dependencies only some paths use: undici (and the whole of it behind a proxy), yaml, chalk,
- * ora, string-width and wrap-ansi, cli-table3 and jsonpath-rfc9535, each bundled into a script
+ * ora, string-width and wrap-ansi, cli-table3 and json-p3, each bundled into a script
  * of its own, carried as an asset of the executable. A path that needs one compiles and runs it
  * here; a path that does not never reads it.
  *

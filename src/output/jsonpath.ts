@@ -1,14 +1,15 @@
 /**
  * `-o jsonpath=<expr>` (docs/cli-contract.md#jsonpath-output): the two forms operators already
- * type, as a thin layer over an RFC 9535 implementation (jsonpath-rfc9535), which parses and
- * evaluates every path:
+ * type, as a thin layer over an RFC 9535 implementation (json-p3, which passes the standard's whole
+ * compliance test suite: test/unit/jsonpath-cts.test.ts), which parses and evaluates every path:
  *
- * - the Go queenctl's, an expression without braces (`.newExpiresAt`, `.rows[0].partition`):
- *   what it selects, then a newline;
+ * - the Go queenctl's, one path (`.newExpiresAt`, `.rows[0].partition`, or an RFC 9535 query
+ *   from `$`): what it selects, then a newline;
  * - kubectl's template: text with `{path}` actions, `{"\t"}` string literals and
  *   `{range path}…{end}` loops, printed exactly as written (no newline added).
  *
- * A path may leave out the `$` (`.a`, `[0].b`, `a`): it is read from the current object, which is
+ * Which of the two an expression is: `isTemplate`. A query from `$` is taken as RFC 9535 reads
+ * it, whole. Otherwise a path may leave out the `$` (`.a`, `[0].b`, `a`): it is read from the current object, which is
  * the whole output, or the element of the innermost `{range}`; `$` names the whole output and `@`
  * the current object. A member name with a dash (`.token-ref`, as kubectl allows) becomes
  * `['token-ref']`. A string prints bare, anything else as JSON; several values of one action are
@@ -20,7 +21,8 @@ import { UsageError } from '../exit.js';
 import { escapeText } from './sanitise.js';
 
 type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
-type Query = (input: JsonValue, expression: string) => JsonValue[];
+/** A path compiled by the library: the values it selects from a value, in order (its nodelist). */
+type Query = (input: JsonValue) => JsonValue[];
 
 /** One piece of a template: literal text, the values of a path, or a loop over them. */
 type Part =
@@ -28,9 +30,9 @@ type Part =
   | { kind: 'path'; path: RfcPath }
   | { kind: 'range'; path: RfcPath; body: Part[] };
 
-/** A path as the library takes it, and whether it starts at the whole output or the current object. */
+/** A path as the library compiled it, and whether it starts at the whole output or the current object. */
 interface RfcPath {
-  query: string;
+  query: Query;
   fromRoot: boolean;
 }
 
@@ -41,6 +43,11 @@ export interface JsonPathTemplate {
   render(value: unknown): string;
   /** The same, ending with exactly one newline: one line per event of a stream. */
   renderLine(value: unknown): string;
+  /**
+   * What a path (either form that is not a template) selects of `value`: its nodelist's values,
+   * in order, before they are printed. A template has no one list: null.
+   */
+  readonly select: ((value: unknown) => unknown[]) | null;
 }
 
 /** A malformed expression: a usage error, found before anything is sent. */
@@ -125,27 +132,70 @@ function toRfcPath(path: string, start: number): { rfc: string; positions: Posit
   return { rfc, positions, fromRoot };
 }
 
-interface SyntaxErrorLike {
-  location?: { start?: { offset?: number } };
-  found?: string | null;
+/** What the library's errors carry: where in the RFC 9535 text it broke, and what it found. */
+interface JsonPathErrorLike {
+  message?: string;
+  token?: { index?: number; kind?: string; value?: string };
 }
 
-type Parse = (expression: string) => unknown;
+/** Compiles RFC 9535 text, or throws the library's error. */
+type Compile = (rfc: string) => Query;
 
-/** Checks a path with the library's parser; its error is reported where the user typed it. */
-function checkPath(parse: Parse, expression: string, path: string, start: number): RfcPath {
-  const { rfc, positions, fromRoot } = toRfcPath(path, start);
+/** Compiles a path with the library; its error is reported where the user typed it. */
+function checkPath(compile: Compile, expression: string, path: string, start: number): RfcPath {
+  return compilePath(compile, expression, toRfcPath(path, start), start + path.length);
+}
+
+/**
+ * Compiles RFC 9535 text whose characters came from `positions` of the expression; an error
+ * past its end points at `end`.
+ */
+function compilePath(
+  compile: Compile,
+  expression: string,
+  { rfc, positions, fromRoot }: { rfc: string; positions: Positions; fromRoot: boolean },
+  end: number,
+): RfcPath {
   try {
-    parse(rfc);
+    return { query: compile(rfc), fromRoot };
   } catch (error) {
-    const { location, found } = (error ?? {}) as SyntaxErrorLike;
-    const rfcAt = location?.start?.offset ?? rfc.length;
-    const at = positions[rfcAt] ?? start + path.length;
+    const { message = '', token } = (error ?? {}) as JsonPathErrorLike;
+    const rfcAt = token?.index ?? rfc.length;
+    const at = positions[rfcAt] ?? end;
+    // The library's words, less the excerpt it adds (`('$.rows[':7)`): the caret shows where.
+    const words = message.replace(/\s*\('[\s\S]*':\d+\)$/, '');
     const what =
-      found === null || found === undefined ? 'the path ends too early' : `unexpected ${JSON.stringify(found)}`;
+      rfcAt >= rfc.length
+        ? 'the path ends too early'
+        : token?.kind !== 'TOKEN_ERROR' && /^unexpected/.test(words) && token?.value
+          ? `unexpected ${JSON.stringify(token.value)}`
+          : words || 'not a JSONPath';
     throw malformed(expression, at, what);
   }
-  return { query: rfc, fromRoot };
+}
+
+/**
+ * Whether an expression is kubectl's template rather than one path. One that starts with `$` is
+ * an RFC 9535 query, whole and as the RFC reads it, never a template, whatever braces its strings
+ * hold (`$[?match(@.q, '\\p{Lu}')]`). Otherwise a `{` makes a template, unless it is inside a
+ * quoted string within `[ ]`, where JSONPath has strings: `.rows[?match(@.q, 'p{2}')]` is a path,
+ * `lease {.leaseId}` and `it's {.a}` are templates.
+ */
+export function isTemplate(expression: string): boolean {
+  if (expression.startsWith('$')) return false;
+  let depth = 0;
+  let quote: string | null = null;
+  for (let i = 0; i < expression.length; i++) {
+    const char = expression[i];
+    if (quote) {
+      if (char === '\\') i++;
+      else if (char === quote) quote = null;
+    } else if (char === '{') return true;
+    else if (char === '[') depth++;
+    else if (char === ']') depth = Math.max(0, depth - 1);
+    else if (depth > 0 && (char === '"' || char === "'")) quote = char;
+  }
+  return false;
 }
 
 /** The end of the `{…}` action that starts at `open`: the matching `}` outside quotes. */
@@ -163,7 +213,7 @@ function actionEnd(expression: string, open: number): number {
 }
 
 /** kubectl's template: text, `{path}`, `{"literal"}`, `{range path}`…`{end}`. */
-function parseTemplate(parse: Parse, expression: string): Part[] {
+function parseTemplate(compile: Compile, expression: string): Part[] {
   const root: Part[] = [];
   const stack: Array<{ parts: Part[]; at: number }> = [{ parts: root, at: 0 }];
   let i = 0;
@@ -185,7 +235,7 @@ function parseTemplate(parse: Parse, expression: string): Part[] {
     } else if (/^range(\s|$)/.test(body)) {
       const pathText = body.slice('range'.length);
       if (pathText.trim() === '') throw malformed(expression, bodyAt + body.length, '{range} needs a path');
-      const path = checkPath(parse, expression, pathText, bodyAt + 'range'.length);
+      const path = checkPath(compile, expression, pathText, bodyAt + 'range'.length);
       const loop: Part = { kind: 'range', path, body: [] };
       current().push(loop);
       stack.push({ parts: loop.body, at: bodyAt });
@@ -200,7 +250,7 @@ function parseTemplate(parse: Parse, expression: string): Part[] {
     } else if (body === '') {
       throw malformed(expression, open, 'an empty {}');
     } else {
-      current().push({ kind: 'path', path: checkPath(parse, expression, inner, open + 1) });
+      current().push({ kind: 'path', path: checkPath(compile, expression, inner, open + 1) });
     }
     i = close + 1;
   }
@@ -222,27 +272,21 @@ function valueText(value: JsonValue): string {
  */
 type ShowValue = (value: JsonValue) => string;
 
-function renderParts(
-  query: Query,
-  parts: readonly Part[],
-  root: JsonValue,
-  current: JsonValue,
-  show: ShowValue,
-): string {
+function renderParts(parts: readonly Part[], root: JsonValue, current: JsonValue, show: ShowValue): string {
   let out = '';
   for (const part of parts) {
     if (part.kind === 'text') {
       out += part.text;
       continue;
     }
-    const values = query(part.path.fromRoot ? root : current, part.path.query);
+    const values = part.path.query(part.path.fromRoot ? root : current);
     if (part.kind === 'path') {
       out += values.map(show).join(' ');
       continue;
     }
     // `{range .rows}` over one array means its elements, as `{range .rows[*]}` does.
     const items = values.length === 1 && Array.isArray(values[0]) ? (values[0] as JsonValue[]) : values;
-    for (const item of items) out += renderParts(query, part.body, root, item, show);
+    for (const item of items) out += renderParts(part.body, root, item, show);
   }
   return out;
 }
@@ -261,26 +305,43 @@ export async function parseJsonPath(
       "give a path after jsonpath=, e.g. -o jsonpath=.leaseId or -o jsonpath='{.renewed}'",
     );
   }
-  const { query } = await import('jsonpath-rfc9535');
-  // The library parses every query it runs: running one on null checks it and selects nothing.
-  const parse: Parse = (rfc) => query(null, rfc);
-  const goForm = !expression.includes('{');
-  const parts: Part[] = goForm
-    ? [{ kind: 'path', path: checkPath(parse, expression, expression, 0) }]
-    : parseTemplate(parse, expression);
+  const { JSONPathEnvironment } = await import('json-p3');
+  // Strict: RFC 9535 as written, none of the library's extensions.
+  const environment = new JSONPathEnvironment({ strict: true });
+  const compile: Compile = (rfc) => {
+    const compiled = environment.compile(rfc);
+    return (input) => compiled.query(input).values() as JsonValue[];
+  };
+  const goForm = !isTemplate(expression);
+  // A query from `$` is taken as the RFC reads it: no blanks trimmed, no kubectl dashes.
+  const whole = (): RfcPath =>
+    expression.startsWith('$')
+      ? compilePath(
+          compile,
+          expression,
+          { rfc: expression, positions: [...expression].map((_, at) => at), fromRoot: true },
+          expression.length,
+        )
+      : checkPath(compile, expression, expression, 0);
+  const parts: Part[] = goForm ? [{ kind: 'path', path: whole() }] : parseTemplate(compile, expression);
   const show: ShowValue = terminal ? (value) => escapeText(valueText(value)) : valueText;
+  // What -o json would print: the records are plain JSON values already.
+  const asJson = (value: unknown): JsonValue => JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
+  const [first] = parts;
+  const select = goForm && first?.kind === 'path' ? (value: unknown) => first.path.query(asJson(value)) : null;
   const render = (value: unknown): string => {
-    // What -o json would print: the records are plain JSON values already.
-    const json = JSON.parse(JSON.stringify(value ?? null)) as JsonValue;
-    if (!goForm) return renderParts(query as Query, parts, json, json, show);
+    if (!select) {
+      const json = asJson(value);
+      return renderParts(parts, json, json, show);
+    }
     // The Go form's line ends with a newline, but a path that selects nothing prints nothing
     // (docs/cli-contract.md#jsonpath-output), not an empty line.
-    const [path] = parts as [Extract<Part, { kind: 'path' }>];
-    const values = (query as Query)(json, path.path.query);
+    const values = select(value);
     return values.length === 0 ? '' : `${values.map(show).join(' ')}\n`;
   };
   return {
     expression,
+    select,
     render,
     renderLine: (value) => {
       const text = render(value);

@@ -12,7 +12,7 @@ import { VERSION } from '../../src/version.js';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 /** The libraries every build bundles (docs/architecture.md): each must be named. */
-export const BUNDLED = ['chalk', 'commander', 'jsonpath-rfc9535', 'ora', 'prom-client', 'yaml', 'undici'];
+export const BUNDLED = ['chalk', 'commander', 'json-p3', 'ora', 'prom-client', 'yaml', 'undici'];
 
 interface Component {
   type: string;

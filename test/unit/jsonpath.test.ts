@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { UsageError } from '../../src/exit.js';
 import { resolveFormat } from '../../src/output/format.js';
-import { parseJsonPath } from '../../src/output/jsonpath.js';
+import { isTemplate, parseJsonPath } from '../../src/output/jsonpath.js';
 import { recordSink } from '../../src/output/records.js';
 import { Collector } from '../support/fakes.js';
 
@@ -72,6 +72,76 @@ describe("-o jsonpath=, kubectl's template", () => {
     assert.equal(template.renderLine({ event: 'renewed', leaseId: 'L1' }), 'renewed L1\n');
     const go = await parseJsonPath('.event');
     assert.equal(go.renderLine({ event: 'lost' }), 'lost\n');
+  });
+});
+
+describe('-o jsonpath=, a path or a template (issue 39)', () => {
+  it('takes an expression that starts with $ for an RFC 9535 query, never a template', async () => {
+    assert.equal(isTemplate("$[?match(@, '\\\\p{Lu}')]"), false);
+    assert.equal(isTemplate(['$', '{.a}'].join('')), false, 'a template that prints a $ first writes {"$"}');
+    assert.equal(await render("$[?match(@, '\\\\p{Lu}')]", ['A', 'b', 'É']), 'A É\n');
+    assert.equal(
+      await render("$[?match(@.q, 'a{2}')].id", [
+        { q: 'aa', id: 1 },
+        { q: 'a', id: 2 },
+      ]),
+      '1\n',
+    );
+    assert.equal(await render('{"$"}{.a}', { a: 5 }), '$5');
+  });
+
+  it('takes a { inside a quoted string of [ ] for part of a path, any other { for a template', async () => {
+    assert.equal(isTemplate(".rows[?match(@.q, 'p{2}')]"), false);
+    assert.equal(isTemplate('.rows[?@.q == "}{"].id'), false);
+    assert.equal(isTemplate('{.a}'), true);
+    assert.equal(isTemplate('lease {.leaseId}'), true);
+    assert.equal(isTemplate("it's {.a}"), true, 'a quote outside [ ] is text');
+    assert.equal(isTemplate('[{.a}]'), true);
+    assert.equal(isTemplate('.a'), false);
+    assert.equal(
+      await render(".rows[?match(@.q, 'p{2}')].id", {
+        rows: [
+          { q: 'pp', id: 7 },
+          { q: 'p', id: 8 },
+        ],
+      }),
+      '7\n',
+    );
+  });
+
+  it('selects as RFC 9535 says where the earlier library did not', async () => {
+    const leases = [
+      { leaseId: 'L1', partitions: ['p1', 'p2'] },
+      { leaseId: 'L2', partitions: ['p2'] },
+    ];
+    assert.equal(await render('$[?@.partitions[0]=="p1"].leaseId', leases), 'L1\n');
+    assert.equal(await render('{[?@.partitions[0]=="p1"].leaseId}', leases), 'L1');
+    const objects = [
+      { a: 1, b: 1, id: 'ab' },
+      { a: 1, b: 1, c: 1, id: 'abc' },
+      { c: 1, id: 'c' },
+    ];
+    assert.equal(await render('$[?@.a && @.b && @.c].id', objects), 'abc\n');
+    assert.equal(await render('$[?@.a && @.c || @.c && @.b || @.id == "c"].id', objects), 'abc c\n');
+  });
+
+  it('takes a query from $ as written: no kubectl dashes, no blanks trimmed', async () => {
+    await assert.rejects(parseJsonPath('$ '), UsageError);
+    assert.equal(await render('.token-ref', { 'token-ref': 'env' }), 'env\n', 'without $, a dash as kubectl reads it');
+    assert.equal(await render('$["token-ref"]', { 'token-ref': 'env' }), 'env\n');
+  });
+
+  it('gives the nodelist of a path, and none for a template', async () => {
+    assert.deepEqual((await parseJsonPath('.rows[*].partition')).select?.(listing), ['p1', 'p2']);
+    assert.deepEqual((await parseJsonPath('$.nope')).select?.(listing), []);
+    assert.equal((await parseJsonPath('{.rows}')).select, null);
+  });
+
+  it('refuses a function call the RFC refuses, as a usage error that says where', async () => {
+    await assert.rejects(parseJsonPath('$[?length(@.*) > 1]'), (error: UsageError) => {
+      assert.match(error.message, /malformed at character 11: length\(\) argument 0 must be of ValueType/);
+      return true;
+    });
   });
 });
 
