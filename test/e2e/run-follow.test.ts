@@ -176,4 +176,39 @@ const timer = setInterval(() => {
     assert.equal(lines.length, 60);
     for (const line of lines) assert.match(line, /^(p1){300}$|^(p2){300}$|^(p3){300}$/);
   });
+
+  it('--metrics-address: batches, messages by status, pops and readiness of a worker', async () => {
+    scene.queueWith(2);
+    const fails = scene.file('metrics.failed');
+    // Fails its first batch, then succeeds.
+    const handler = scene.script(
+      'metrics',
+      `const fs = require('node:fs');
+fs.readFileSync(0);
+if (!fs.existsSync(${JSON.stringify(fails)})) { fs.writeFileSync(${JSON.stringify(fails)}, 'x'); process.exit(1); }`,
+    );
+    const running = worker(
+      ['--follow', '--wait', '1s', '--batch', '1', '--retry-delay', '1ms', '--metrics-address', '127.0.0.1:0'],
+      [NODE, handler],
+    );
+    try {
+      const [, url] = await running.waitForStderr(/serving metrics on (http:\/\/\S+)\/metrics/);
+      await until(() => scene.pending() === 0 && scene.ackElements().length === 3, 'both messages completed');
+      const ready = await fetch(`${url}/readyz`);
+      assert.equal(ready.status, 200, await ready.text());
+      const text = await (await fetch(`${url}/metrics`)).text();
+      const value = (series: string): number => Number(new RegExp(`^${series} (\\S+)$`, 'm').exec(text)?.[1]);
+      assert.equal(value('queenctl_run_batches_total'), 3);
+      assert.equal(value('queenctl_run_messages_total\\{status="completed"\\}'), 2);
+      assert.equal(value('queenctl_run_messages_total\\{status="retry"\\}'), 1);
+      assert.equal(value('queenctl_run_pops_total\\{result="batch"\\}'), 3);
+      assert.equal(value('queenctl_run_in_flight'), 0);
+      assert.equal(value('queenctl_run_parallel'), 1);
+      assert.ok(value('queenctl_run_command_seconds_count') >= 3);
+    } finally {
+      running.kill('SIGTERM');
+    }
+    const result = await running.exited;
+    assert.equal(result.code, 0, result.stderr);
+  });
 });
