@@ -37,7 +37,13 @@ import { defaultEveryMs, RenewalScheduler } from '../renewal/scheduler.js';
 import { processGroupLauncher } from '../watch/process-group.js';
 import type { ChildExit } from '../watch/supervisor.js';
 import { ackRule } from './ack-rule.js';
-import { prepareDelivery, temporaryDirectory, type Delivery, type InputMode } from './delivery.js';
+import {
+  prepareDelivery,
+  removeStaleBatchDirectories,
+  temporaryDirectory,
+  type Delivery,
+  type InputMode,
+} from './delivery.js';
 import { outcomesOf, type CommandEnd, type Outcome } from './outcomes.js';
 import { readResults } from './results.js';
 import { RetryPolicy, type RetryOptions } from './retry-policy.js';
@@ -200,6 +206,8 @@ export class Consumer {
     // between the command's and the watch's, at once (writeMessageNow).
     if (this.runtime.io.stderrWidth !== undefined) await loadTerminalText();
     if (options.tokenOnCommandLine) this.warn(tokenOnCommandLineHint());
+    // What a run of this user killed by SIGKILL left on disk (its batch, messages included).
+    removeStaleBatchDirectories(temporaryDirectory(this.proc.env));
     try {
       let taken = 0;
       while (!this.stopTaking && !this.signalled) {

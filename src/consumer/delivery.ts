@@ -6,15 +6,19 @@
  * which nothing the broker sent can split, glob, forge a variable or grow past what the system
  * lets a process start with.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BatchRecord } from '../broker/batch.js';
 
 export const INPUTS = ['stdin', 'none'] as const;
 export type InputMode = (typeof INPUTS)[number];
 
-/** The prefix of a batch directory in the temporary directory. */
+/**
+ * The prefix of a batch directory in the temporary directory; the run's pid follows it, so that
+ * the directory of a run that died (SIGKILL, the OOM killer) can be told from a living one's.
+ */
 export const BATCH_DIR_PREFIX = 'queenctl-run-';
+const BATCH_DIR = /^queenctl-run-(\d+)-[A-Za-z0-9]{6}$/;
 /**
  * QUEEN_PARTITIONS at most this long: far below Linux's 128 KiB for one variable and 2 MiB for
  * them all, whatever else the environment holds. Past it the names are in the batch file only.
@@ -63,7 +67,7 @@ export function prepareDelivery(
 ): Delivery {
   // mkdtemp makes the directory 0700 with a name nobody could have guessed or made first; the
   // files are created new in it (wx: no link followed), 0600.
-  const dir = mkdtempSync(join(parent, BATCH_DIR_PREFIX));
+  const dir = mkdtempSync(join(parent, `${BATCH_DIR_PREFIX}${process.pid}-`));
   const remove = (): void => rmSync(dir, { recursive: true, force: true });
   try {
     const batchFile = join(dir, 'batch.json');
@@ -83,5 +87,47 @@ export function prepareDelivery(
   } catch (error) {
     remove();
     throw error;
+  }
+}
+
+/**
+ * Removes the batch directories a dead run of this user left behind (a run killed by SIGKILL
+ * cannot remove its own: the messages would stay on disk). Only a directory named as queenctl
+ * names them, not a link, owned by this user, mode 0700, whose run's process is gone; anything
+ * else is left alone. Best effort: what cannot be read or removed stays, silently.
+ */
+export function removeStaleBatchDirectories(parent: string, alive = isAlive): number {
+  const uid = process.getuid?.();
+  if (uid === undefined) return 0;
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const name of names) {
+    const pid = BATCH_DIR.exec(name)?.[1];
+    if (pid === undefined || alive(Number(pid))) continue;
+    const path = join(parent, name);
+    try {
+      const stat = lstatSync(path);
+      if (!stat.isDirectory() || stat.uid !== uid || (stat.mode & 0o777) !== 0o700) continue;
+      rmSync(path, { recursive: true, force: true });
+      removed++;
+    } catch {
+      // Gone meanwhile, or not ours to remove.
+    }
+  }
+  return removed;
+}
+
+/** True while a process of this pid exists (EPERM: it does, another user's). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -5,13 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { BatchMessage } from '../../src/broker/batch.js';
 import { ackRule } from '../../src/consumer/ack-rule.js';
-import { partitionsVariable } from '../../src/consumer/delivery.js';
+import { partitionsVariable, removeStaleBatchDirectories } from '../../src/consumer/delivery.js';
 import { outcomesOf, type CommandEnd, type Outcome } from '../../src/consumer/outcomes.js';
 import { parseResults, readResults, resultsCap } from '../../src/consumer/results.js';
 import { RetryPolicy, type RetryOptions } from '../../src/consumer/retry-policy.js';
@@ -214,5 +214,32 @@ describe('what the command reports', () => {
     const unread: Outcome[] = [{ status: 'retry', cause: 'unread', error: '' }];
     assert.equal(decide(policy, one, unread)[0]?.givenUp, false);
     assert.equal(decide(policy, one, unread)[0]?.givenUp, true, 'a command that never reads ends the run');
+  });
+});
+
+describe('batch directories a dead run left', () => {
+  it("removes a dead run's directory of this user, mode 0700; nothing else", () => {
+    const parent = mkdtempSync(join(tmpdir(), 'queenctl-stale-test-'));
+    try {
+      const make = (name: string, mode = 0o700): string => {
+        const path = join(parent, name);
+        mkdirSync(path, { mode });
+        writeFileSync(join(path, 'batch.json'), '{}');
+        return path;
+      };
+      const dead = make('queenctl-run-4000001-abcdef');
+      const living = make(`queenctl-run-${process.pid}-abcdef`);
+      const open = make('queenctl-run-4000002-abcdef', 0o755);
+      const other = make('queenctl-run-x-abcdef');
+      const target = make('elsewhere');
+      symlinkSync(target, join(parent, 'queenctl-run-4000003-abcdef'));
+      const alive = (pid: number): boolean => pid === process.pid;
+      assert.equal(removeStaleBatchDirectories(parent, alive), 1);
+      assert.equal(existsSync(dead), false, "a dead run's batch, messages included, is gone");
+      for (const kept of [living, open, other, target]) assert.ok(existsSync(kept), kept);
+      assert.ok(existsSync(join(target, 'batch.json')), 'a link is never followed');
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
   });
 });
