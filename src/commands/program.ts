@@ -46,6 +46,16 @@ Examples:
   source <(queenctl completion bash)`,
   );
   program.addCommand(versionCommand(globals, { version: build.version, info: build.info, node: build.node }));
+  // The global options, once: a verb's help keeps to its own flags and names this (kubectl options).
+  program
+    .command('options')
+    .description('print the global options, which every command takes')
+    .addHelpText('after', '\nExamples:\n  queenctl options\n  queenctl --context prod -o json lease inspect "$LEASE"')
+    .action(() => {
+      const text = globalOptionsText(program);
+      const write = output?.writeOut ?? ((chunk: string) => process.stdout.write(chunk));
+      write(text);
+    });
   // Commander's own `help` looks one word deep: `help lease extend` would show the group's help.
   program
     .command('help')
@@ -58,7 +68,10 @@ Examples:
   for (const command of everyCommand(program)) {
     // Descriptions wrap down to 20 columns: commander's 40 leaves them unwrapped, and far too
     // wide, on a terminal of 60 (issue 33). Off a terminal help is 80 wide, where nothing changes.
-    command.exitOverride().configureHelp({ showGlobalOptions: true, minWidthToWrap: 20 });
+    command.exitOverride().configureHelp({ showGlobalOptions: false, minWidthToWrap: 20 });
+    if (command !== program) {
+      command.addHelpText('after', `\n${GLOBAL_OPTIONS_LINE}`);
+    }
     // Commander's usage errors in queenctl's voice, with the line every error has on what to do
     // (its "(add --help for usage)" is that line's job now); still exit 1 (cli.ts).
     command.showHelpAfterError(false);
@@ -70,6 +83,17 @@ Examples:
     }
   }
   return program;
+}
+
+/** The last line of every command's help but queenctl's own, which lists them. */
+export const GLOBAL_OPTIONS_LINE =
+  'Global options (--server, --token, --context, -o, --timeout, ...): queenctl options';
+
+/** `queenctl options`: queenctl's own flags, as its help lists them (wrapped alike), and nothing else. */
+function globalOptionsText(program: Command): string {
+  const help = program.helpInformation();
+  const options = /^Options:\n((?: {2}.*\n| {2,}.*\n)*)/m.exec(help)?.[1] ?? '';
+  return `The global options, which every command takes (before or after its name):\n\n${options}`;
 }
 
 /** `queenctl lease extend`: the words that run `command`. */

@@ -94,7 +94,7 @@ describe('queenctl help <group> <verb>', { concurrency: true }, () => {
     assert.equal(top.code, 1);
     assert.equal(top.stdout, '');
     assert.match(top.stderr, /^queenctl: unknown command "nosuch" for "queenctl"\n/);
-    assert.match(top.stderr, /the commands of queenctl are: lease, config, ping, completion, version, help\n/);
+    assert.match(top.stderr, /the commands of queenctl are: lease, config, ping, completion, version, options, help\n/);
 
     const verb = await cli(['help', 'lease', 'extnd']);
     assert.equal(verb.code, 1);

@@ -41,13 +41,16 @@ async function readHelp(path: string[]): Promise<HelpView> {
     const match = new RegExp(`^${title}:\\n((?:  .*\\n|\\s*\\n)*?)(?:\\S|$)`, 'm').exec(result.stdout);
     return (match?.[1] ?? '').split('\n').filter((line) => /^ {2}\S/.test(line));
   };
-  const flags = [...section('Options'), ...section('Global Options')].flatMap((line) =>
+  // A verb's help keeps to its own flags; the global ones are queenctl's own (queenctl options).
+  const global = path.length > 0 ? (await help([])).flags : [];
+  const own = section('Options').flatMap((line) =>
     line
       .trim()
       .split(/\s{2,}/)[0]!
       .split(/,\s*/)
       .map((flag) => flag.split(' ')[0]!),
   );
+  const flags = [...new Set([...own, ...global])];
   const commands = section('Commands').map((line) => line.trim().split(/\s+/)[0]!);
   return { commands, flags, text: result.stdout };
 }
@@ -265,7 +268,7 @@ words=(queenctl lease extend -o ''); CURRENT=5; _queenctl`;
       ['queenctl', 'help', 'config', 'use'],
       ['queenctl', 'help', 'lease', 'extend', ''],
     ]);
-    assert.deepEqual(top, ['completion', 'config', 'lease', 'ping', 'version']);
+    assert.deepEqual(top, ['completion', 'config', 'lease', 'options', 'ping', 'version']);
     assert.deepEqual(lease, ['ack', 'acquire', 'extend', 'inspect', 'list', 'run', 'watch']);
     assert.deepEqual(config, ['use-context']);
     assert.deepEqual(extend, []);

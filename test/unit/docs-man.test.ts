@@ -74,7 +74,7 @@ describe('man pages', () => {
     ]) {
       assert.ok(files.includes(file), `${file} is missing from ${files.join(', ')}`);
     }
-    assert.equal(files.length, 20, files.join(', '));
+    assert.equal(files.length, 21, files.join(', '));
     assert.ok(!files.some((file) => file.includes('complete-') || file.includes('__')), files.join(', '));
     assert.ok(!files.includes('queenctl-lease-help.1'));
     assert.doesNotMatch(page('queenctl.1'), /__complete/);

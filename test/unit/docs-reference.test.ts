@@ -65,7 +65,7 @@ describe('docs/reference', () => {
       const headings = all.match(new RegExp(`^#{1,2} ${command.fullName}$`, 'gm')) ?? [];
       assert.equal(headings.length, 1, `${command.fullName}: ${headings.length} headings`);
     }
-    assert.equal(everyCommand(tree).length, 20);
+    assert.equal(everyCommand(tree).length, 21);
     assert.doesNotMatch(all, /__complete|queenctl lease help|queenctl config help/);
   });
 
