@@ -5,7 +5,7 @@
  * kept as written, in no-fill blocks. Run by the build (scripts/docs.mjs), never by queenctl.
  */
 import { ENVIRONMENT, EXIT_CODES, FILES, LOCAL_EXIT_CODES, type Entry } from './environment.js';
-import { everyCommand, type CommandDoc, type ExitCodeDoc, type OptionDoc } from './model.js';
+import { everyCommand, isLaidOut, type CommandDoc, type ExitCodeDoc, type OptionDoc } from './model.js';
 
 export interface ManPage {
   /** `queenctl-lease-extend.1`. */
@@ -84,7 +84,12 @@ function manPage(command: CommandDoc, root: CommandDoc, options: ManOptions): st
     ...synopsis(command),
     '.SH DESCRIPTION',
     filled(sentence(command.description)),
-    ...command.paragraphs.flatMap((paragraph) => ['.PP', filled(paragraph)]),
+    // A table or an indented line keeps its layout: a no-fill block, as the examples are.
+    ...command.paragraphs.flatMap((paragraph) =>
+      isLaidOut(paragraph)
+        ? ['.PP', '.nf', ...paragraph.split('\n').map(roffEscape), '.fi']
+        : ['.PP', filled(paragraph)],
+    ),
   ];
   if (command.children.length > 0) {
     lines.push('.SH COMMANDS');

@@ -169,10 +169,19 @@ export function parseAfterHelp(text: string): AfterHelp {
       }
       if (notes.length > 0) result.exitNotes.push(notes.join(' '));
     } else {
-      result.paragraphs.push(unwrap(block));
+      result.paragraphs.push(isLaidOut(block) ? block : unwrap(block));
     }
   }
   return result;
+}
+
+/**
+ * A block laid out by hand, a table or an indented line among prose: a line after the first that
+ * starts with two spaces. It keeps its lines and their indents (a renderer shows it unfilled);
+ * any other paragraph is one line, filled by the renderer.
+ */
+export function isLaidOut(paragraph: string): boolean {
+  return /\n {2}/.test(paragraph);
 }
 
 /** A paragraph wrapped by hand, as one line: the renderers (or man) wrap it for the reader. */

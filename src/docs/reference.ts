@@ -6,7 +6,7 @@
  * the suite fails when the committed pages differ from what this renders.
  */
 import { ENVIRONMENT, EXIT_CODES, FILES, LOCAL_EXIT_CODES, type Entry } from './environment.js';
-import type { ArgumentDoc, CommandDoc, ExitCodeDoc, OptionDoc } from './model.js';
+import { isLaidOut, type ArgumentDoc, type CommandDoc, type ExitCodeDoc, type OptionDoc } from './model.js';
 
 export interface ReferencePage {
   /** `lease.md`, under docs/reference/. */
@@ -83,7 +83,10 @@ function synopsis(command: CommandDoc): string[] {
 }
 
 function prose(command: CommandDoc): string[] {
-  return command.paragraphs.flatMap((paragraph) => [markdownEscape(paragraph), '']);
+  // A table or an indented line keeps its layout: a block of text, as --help shows it.
+  return command.paragraphs.flatMap((paragraph) =>
+    isLaidOut(paragraph) ? ['```text', paragraph, '```', ''] : [markdownEscape(paragraph), ''],
+  );
 }
 
 function rootSection(root: CommandDoc, groups: CommandDoc[], verbs: CommandDoc[]): string[] {
