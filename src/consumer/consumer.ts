@@ -295,15 +295,7 @@ export class Consumer {
   /** The pop of the next batch: a batch taken, or 'again' (pop once more), or 'end'. */
   private async take(first: boolean): Promise<Taken['record'] | 'again' | 'end'> {
     const { options, runtime } = this;
-    const held = new Set([...this.settling.values()].flatMap((entry) => [...entry.partitions]));
-    // A partition being bisected whose lease is not ours any more: its next, smaller batch, by name
-    // where the broker can address it (it does not decode that path segment: docs/broker.md).
-    const bisected = this.policy
-      .bisected()
-      .find((step) => !held.has(step.partitionId) && encodeURIComponent(step.name) === step.name);
-    const request = bisected
-      ? { ...options.acquire, partition: bisected.name, batch: bisected.size, waitMs: undefined }
-      : options.acquire;
+    const request = options.acquire;
     const signal = AbortSignal.any([this.hard.signal, this.popAbort.signal]);
     const sentAt = runtime.clock.now();
     let acquired: Awaited<ReturnType<typeof acquireBatch>>;
@@ -333,11 +325,6 @@ export class Consumer {
     }
     if (acquired.kind === 'none') {
       this.metrics?.pop(acquired.message.includes('lease_held') ? 'held' : 'empty');
-      if (bisected) {
-        // Taken by another consumer, or nothing left of it: the bisection is over.
-        this.policy.forget(bisected.partitionId);
-        return 'again';
-      }
       this.emit({ event: 'empty', at: this.at(), queue: options.acquire.queue });
       if (this.follow) {
         // Never faster than a pop a second, whatever the broker answers (a long poll waits itself).
@@ -443,11 +430,11 @@ export class Consumer {
    * (its status is added once it is done), and the run goes on meanwhile.
    */
   private async deliverAndSettle(record: BatchRecord): Promise<'settled' | 'waiting'> {
-    const { given } = this.policy.work(record.messages);
-    const work = record.messages.filter((_, index) => given[index]);
     let delivered: Awaited<ReturnType<Consumer['deliver']>>;
+    let outcomes: Outcome[] | null;
     try {
-      delivered = await this.deliver(record, work);
+      delivered = await this.deliver(record, record.messages);
+      outcomes = delivered && delivered.startCode === null ? await this.halve(record, delivered.outcomes) : null;
     } catch (error) {
       // A bug of queenctl's own between the pop and the ack: the batch goes back at once before
       // the error ends the run, never left to expire under the lease.
@@ -456,20 +443,13 @@ export class Consumer {
       await this.settle({ record, status: { exitStatus: null }, words }, back, () => {});
       throw error;
     }
-    if (delivered === null) {
+    if (delivered === null || (delivered.startCode === null && outcomes === null)) {
+      // The lease was lost under the command (or while it waited to run a half again).
       this.batchEnded({ code: this.lostCode, last: true });
       return 'settled';
     }
-    const { end, outcomes: workOutcomes, startCode } = delivered;
-    let next = 0;
-    const outcomes = record.messages.map((_, index): Outcome => {
-      if (given[index]) return workOutcomes[next++] as Outcome;
-      return {
-        status: 'retry',
-        cause: 'held-back',
-        error: 'held back while a failing message of its partition is sought',
-      };
-    });
+    const { end, startCode } = delivered;
+    outcomes ??= delivered.outcomes;
     const taken: Taken = { record, ...this.statusOf(end) };
     let waiting: () => void = () => {};
     const waits = new Promise<'waiting'>((resolve) => (waiting = () => resolve('waiting')));
@@ -486,7 +466,65 @@ export class Consumer {
   /** A batch's status counts toward the run's; a last one stops the taking of batches. */
   private batchEnded(end: BatchEnd): void {
     this.codes.add(end.code);
-    if (end.last) this.stopTaking = true;
+    if (!end.last) return;
+    // --follow survives a lost lease, a refused ack or a failed command (counted, said); not a
+    // refused token, nor a command that cannot start: every batch would fail the same way.
+    const fatal = end.code === ExitCode.Auth || end.code === 126 || end.code === 127;
+    if (!this.follow || fatal) this.stopTaking = true;
+  }
+
+  /**
+   * A batch whose command failed without naming the message that failed (AWS Lambda's
+   * BisectBatchOnFunctionError): per partition, the command runs again on the first half of the
+   * messages that failed together, then on the rest, halving a half that fails, until the failing
+   * message is alone; the halves that succeed are completed. All of it under the batch's lease,
+   * held and renewed throughout: a lease given back between two halves would go to whichever
+   * consumer polls first, whole again, and the search would start over there for ever (seen with
+   * three workers). Each run waits --retry-delay first. Null when the lease was lost meanwhile.
+   */
+  private async halve(record: BatchRecord, found: Outcome[]): Promise<Outcome[] | null> {
+    const outcomes = [...found];
+    for (const acks of ackRule(record.messages, outcomes)) {
+      if (acks.decisive === null) continue;
+      const first = outcomes[acks.decisive] as Exclude<Outcome, { status: 'completed' }>;
+      if (first.cause !== 'command' || (first.tried ?? 1) <= 1) continue;
+      const unnamed = (index: number): boolean => {
+        const outcome = outcomes[index] as Outcome;
+        return outcome.status !== 'completed' && outcome.cause === 'command';
+      };
+      let suspects = [acks.decisive, ...acks.comeBack].filter(unnamed);
+      while (suspects.length > 0 && !this.signalled) {
+        const run = suspects.slice(0, Math.ceil(suspects.length / 2));
+        this.note(
+          `lease ${escapeText(record.leaseId)}: ${plural(suspects.length, 'message')} failed together, none named; ` +
+            `running the command again on ${run.length} of them to find the one that fails`,
+        );
+        const lost = await this.hold(record.leaseId, this.options.retry.retryDelayMs);
+        if (lost !== null) {
+          await writeMessage(this.runtime.io, `queenctl: ${lost.words}: nothing was acked\n`);
+          this.lostCode = lost.code;
+          return null;
+        }
+        const again = await this.deliver(
+          record,
+          run.map((index) => record.messages[index] as BatchMessage),
+        );
+        if (again === null) return null;
+        run.forEach((index, at) => {
+          outcomes[index] = again.outcomes[at] as Outcome;
+        });
+        if (again.startCode !== null) return outcomes;
+        const failed = run.find((index) => (outcomes[index] as Outcome).status !== 'completed');
+        if (failed === undefined) {
+          suspects = suspects.slice(run.length);
+          continue;
+        }
+        // Named, unread, or alone: found. Else the culprit is in this half: halve it.
+        if (!unnamed(failed) || run.length === 1) break;
+        suspects = run.slice(run.indexOf(failed)).filter(unnamed);
+      }
+    }
+    return outcomes;
   }
 
   /**
@@ -696,7 +734,7 @@ export class Consumer {
         const result = acked.find((entry) => entry.item === item)?.result;
         if (item.status === 'retry') this.policy.retried(item.message);
         if (item.status === 'failed' && result?.dlq === true) {
-          this.policy.deadLettered(item.message, after.length > 0);
+          this.policy.deadLettered(item.message);
           scope.push(...after);
         } else {
           counts.pending += after.length;

@@ -18,11 +18,21 @@ export type Cause =
   /** queenctl stopped the command: a signal to queenctl, forwarded. */
   | 'stopped'
   /** The command never ran on it: it could not be started, or queenctl could not prepare the batch. */
-  | 'not-run'
-  /** Held back unread: its partition is taken in smaller batches until a failing message is alone. */
-  | 'held-back';
+  | 'not-run';
 
-export type Outcome = { status: 'completed' } | { status: 'retry' | 'failed'; cause: Cause; error: string };
+export type Outcome =
+  | { status: 'completed' }
+  | {
+      status: 'retry' | 'failed';
+      cause: Cause;
+      error: string;
+      /**
+       * `command`: how many messages of its partition the command was given in the run that
+       * failed; 1 when it failed alone, the one a batch that failed without naming any is halved
+       * down to (consumer.ts).
+       */
+      tried?: number;
+    };
 
 export const COMPLETED: Outcome = { status: 'completed' };
 
@@ -53,14 +63,19 @@ export function outcomesOf(
   end: CommandEnd,
   reported: ReadonlyMap<number, Reported>,
 ): Outcome[] {
-  return messages.map((_, index): Outcome => {
+  const perPartition = new Map<string, number>();
+  for (const message of messages)
+    perPartition.set(message.partitionId, (perPartition.get(message.partitionId) ?? 0) + 1);
+  return messages.map((message, index): Outcome => {
     const said = reported.get(index);
     if (said !== undefined) {
       if (said.status === 'completed') return COMPLETED;
       return { status: said.status, cause: 'reported', error: said.error ?? `the command reported ${said.status}` };
     }
     if (end.kind !== 'exited') return { status: 'retry', cause: end.kind, error: end.words };
-    if (end.status !== 0) return { status: 'retry', cause: 'command', error: end.words };
+    if (end.status !== 0) {
+      return { status: 'retry', cause: 'command', error: end.words, tried: perPartition.get(message.partitionId) ?? 1 };
+    }
     if (index < end.inputWritten) return COMPLETED;
     return {
       status: 'retry',

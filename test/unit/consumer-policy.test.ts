@@ -48,7 +48,7 @@ describe('outcomesOf', () => {
     ]);
     const outcomes = outcomesOf(batchOf('p', 1, 3), exited(3, 3), reported);
     assert.deepEqual(outcomes[0], { status: 'completed' });
-    assert.deepEqual(outcomes[1], { status: 'retry', cause: 'command', error: 'it exited with status 3' });
+    assert.deepEqual(outcomes[1], { status: 'retry', cause: 'command', error: 'it exited with status 3', tried: 3 });
     assert.deepEqual(outcomes[2], { status: 'failed', cause: 'reported', error: 'bad payload' });
     // Exit 0 with a reported failure: the report wins.
     const failed = outcomesOf(batchOf('p', 1, 1), exited(0, 1), new Map([[0, { status: 'retry', error: null }]]));
@@ -125,33 +125,18 @@ describe('RetryPolicy', () => {
     assert.deepEqual(delays, [1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000, 60000]);
   });
 
-  it('a poison message among six is found by halving; only it counts, and only alone', () => {
+  it('a failure among others, none named, counts nothing; alone, it counts', () => {
     const policy = new RetryPolicy(options);
-    const poison = 4;
-    const taken: number[][] = [];
-    let first = 1;
-    let size = 6;
-    // The partition as the broker would hand it out: from the cursor, at most `size` messages.
-    for (let round = 0; round < 12 && first <= 6; round++) {
-      const messages = batchOf('p', first, Math.min(size, 7 - first));
-      const given = policy.work(messages).given;
-      const work = messages.filter((_, i) => given[i]);
-      taken.push(work.map((m) => (m.data as { n: number }).n));
-      const fails = work.some((m) => (m.data as { n: number }).n === poison);
-      const outcomes: Outcome[] = messages.map((_, i) =>
-        !given[i]
-          ? { status: 'retry', cause: 'held-back', error: '' }
-          : fails
-            ? { status: 'retry', cause: 'command', error: 'status 1' }
-            : { status: 'completed' },
-      );
-      const [decision] = decide(policy, messages, outcomes);
-      if (decision?.givenUp) break;
-      const acks = ackRule(messages, outcomes)[0];
-      first += acks?.completed.length ?? 0;
-      size = policy.bisected()[0]?.size ?? 6;
-    }
-    assert.deepEqual(taken, [[1, 2, 3, 4, 5, 6], [1, 2, 3], [4, 5, 6], [4, 5], [4], [4], [4]]);
+    const three = batchOf('p', 1, 3);
+    const together: Outcome[] = three.map(() => ({ status: 'retry', cause: 'command', error: 'status 1', tried: 3 }));
+    assert.deepEqual(decide(policy, three, together)[0], {
+      status: 'retry',
+      delayMs: 1000,
+      failures: 0,
+      givenUp: false,
+    });
+    const alone: Outcome[] = [{ status: 'retry', cause: 'command', error: 'status 1', tried: 1 }];
+    assert.equal(decide(policy, [three[0] as BatchMessage], alone)[0]?.failures, 1);
   });
 
   it('--give-up-after: retry ends the run; failed hands it on, and a reported failure is failed at once', () => {
@@ -176,7 +161,7 @@ describe('RetryPolicy', () => {
 
   it('what queenctl did is no failure of the message: back at once, counted nowhere', () => {
     const policy = new RetryPolicy(options);
-    for (const cause of ['stopped', 'not-run', 'held-back'] as const) {
+    for (const cause of ['stopped', 'not-run'] as const) {
       const [decision] = decide(policy, batchOf('p', 1, 3), [
         { status: 'retry', cause, error: '' },
         { status: 'retry', cause, error: '' },
@@ -184,7 +169,6 @@ describe('RetryPolicy', () => {
       ]);
       assert.deepEqual(decision, { status: 'retry', delayMs: 0, failures: 0, givenUp: false });
     }
-    assert.deepEqual(policy.bisected(), []);
   });
 });
 
