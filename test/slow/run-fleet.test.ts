@@ -12,6 +12,13 @@
  * Verdicts never depend on the machine's speed: every wait polls for a state, with limits that
  * only turn a hang into a failure, and every process has a kill timer and an expected exit.
  * About 30 s of a 2-core machine: `npm run test:slow` runs it, not `npm test`.
+ *
+ * The handler names the poison `failed` in QUEEN_RESULTS_FILE. A handler that only exits 1 (leaving
+ * lease run to find the poison by bisection) never gets it dead-lettered in a fleet: each worker's
+ * bisection lives in its own process, the `retry` ack that ends a step frees the partition, another
+ * worker's waiting pop takes the whole batch again and starts a bisection of its own, and the
+ * first forgets its on `lease_held`; the poison never fails alone, so it is never counted. Reported
+ * as a bug of src/consumer/ (retry-policy.ts, consumer.ts take()), not covered here.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
