@@ -25,8 +25,13 @@
  *      the same on a queue of its own: messages per second, and CPU per batch of the whole process
  *      tree (each run's and its children's user + system time, from what the bench reaped)
  *
+ *   9. a fleet's worker: `lease run --follow --parallel 8 -- sleep 0.02` (--input none) emptying a
+ *      queue of 2,000 messages in 16 partitions, batches of 10, against eight CURL_LOOPs side by
+ *      side with the same handler: messages per second and CPU per message; and the peak RSS
+ *      (VmHWM) of `--parallel 64` against `--parallel 1`
+ *
  * `--quick` runs a small version of each (CI keeps the script working with it; it judges no time).
- * `--only startup,bulk,renewal,watch,scale,metrics,run` runs some. Each section adds rows to one table; a new
+ * `--only startup,bulk,renewal,watch,scale,metrics,run,fleet` runs some. Each section adds rows to one table; a new
  * one is a function of (url, control) added to SECTIONS.
  *
  * `node dist/scripts/bench.js --raw-undici <url>` is the raw reference alone: it renews the lease
@@ -730,12 +735,13 @@ const hasJq = spawnSync('jq', ['--version']).status === 0;
  * until a pop finds nothing to take. Arguments: server, queue, batch size.
  */
 const CURL_LOOP = `set -uo pipefail
-server=$1 queue=$2 batch=$3
+server=$1 queue=$2 batch=$3 handler=\${4:-}
 while :; do
   popped=$(curl -sS --fail "$server/api/v1/pop/queue/$queue?batch=$batch") || exit 2
   lease=$(jq -r 'if .success then .leaseId // empty else empty end' <<<"$popped")
   [ -n "$lease" ] || break   # no_available_partition: the queue is empty
-  jq -c '.messages[]' <<<"$popped" | cat >/dev/null || exit 1   # the handler
+  if [ -n "$handler" ]; then $handler || exit 1   # a handler given: it reads nothing
+  else jq -c '.messages[]' <<<"$popped" | cat >/dev/null || exit 1; fi   # the handler
   jq -c --arg lease "$lease" '{consumerGroup, acknowledgments: [.messages[]
       | {transactionId, partitionId, leaseId: $lease, status: "completed"}]}' <<<"$popped" |
     curl -sS --fail -H 'content-type: application/json' --data-binary @- "$server/api/v1/ack/batch" |
@@ -880,6 +886,203 @@ async function benchRun(url: string, control: SimulatorControl): Promise<void> {
   });
 }
 
+// --- a fleet's worker: lease run --follow --parallel 8 against eight curl loops -----------------
+
+const FLEET = quick
+  ? { messages: 400, partitions: 16, batch: 10, runs: 1, wideMessages: 640 }
+  : { messages: 2_000, partitions: 16, batch: 10, runs: 3, wideMessages: 6_400 };
+/** The handler of both sides: 20 ms of work per batch, reading nothing (`--input none`). */
+const FLEET_HANDLER = ['sleep', '0.02'];
+
+/** A queue of `messages` messages spread over `partitions` partitions. */
+async function fillPartitions(
+  control: SimulatorControl,
+  name: string,
+  messages: number,
+  partitions: number,
+): Promise<void> {
+  const names = Array.from({ length: partitions }, (_, index) => `p${index + 1}`);
+  await control.createQueue({ name, partitions: names, leaseTime: 60 });
+  const each = Math.ceil(messages / partitions);
+  for (const [index, partition] of names.entries()) {
+    const count = Math.min(each, messages - index * each);
+    if (count <= 0) break;
+    await control.push(
+      name,
+      Array.from({ length: count }, (_, n) => ({ n, body: 'x'.repeat(64) })),
+      partition,
+    );
+  }
+}
+
+/** Messages not consumed yet (queue mode); a partition never popped has all of its own. */
+async function pendingOf(control: SimulatorControl, name: string): Promise<number> {
+  const view = await control.queue(name);
+  const groups = view?.groups.__QUEUE_MODE__ ?? {};
+  return (view?.partitions ?? []).reduce(
+    (sum, partition) => sum + (groups[partition.name]?.pending ?? partition.messages),
+    0,
+  );
+}
+
+interface FleetRun {
+  wallMs: number;
+  cpuMs: number;
+  selfCpuMs: number;
+  peakRssMb: number;
+}
+
+/**
+ * `lease run --follow` on CPU 0 until the queue is drained (the simulator tells), then SIGTERM:
+ * wall time to the drained queue, CPU of the whole process tree once reaped, the queenctl
+ * process's own CPU and peak RSS (VmHWM) sampled from /proc.
+ */
+async function followRun(url: string, control: SimulatorControl, queue: string, args: string[]): Promise<FleetRun> {
+  const argv = pinned(0, [
+    ...[process.execPath, BIN, 'lease', 'run', queue, '--follow', '--wait', '1s', '--input', 'none'],
+    ...[...args, '-q', '--server', url, '--', ...FLEET_HANDLER],
+  ]);
+  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+  const resources = watchResources(child);
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-2_000);
+  });
+  let selfTicks = 0;
+  const sample = setInterval(() => {
+    try {
+      const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      selfTicks = Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // exited: the last sample stands
+    }
+  }, 100);
+  let exited = false;
+  void resources.done.then(() => (exited = true));
+  const started = performance.now();
+  while (!exited && (await pendingOf(control, queue)) > 0) await delay(20);
+  const wallMs = performance.now() - started;
+  child.kill('SIGTERM');
+  const result = await resources.done;
+  clearInterval(sample);
+  if (result.code !== 0) throw new Error(`lease run --follow ${args.join(' ')} exited ${result.code}: ${stderr}`);
+  return { wallMs, cpuMs: result.cpuMs, selfCpuMs: selfTicks * 10, peakRssMb: result.peakRssMb };
+}
+
+/** Eight curl loops side by side on CPU 0, on one queue, until each finds it empty. */
+async function curlLoops(url: string, script: string, queue: string, loops: number): Promise<FleetRun> {
+  const cpuBefore = reapedChildrenCpuMs();
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: loops }, async () => {
+      const argv = pinned(0, ['bash', script, url, queue, String(FLEET.batch), FLEET_HANDLER.join(' ')]);
+      const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr?.on('data', (chunk: Buffer) => {
+        stderr = (stderr + chunk.toString()).slice(-2_000);
+      });
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      if (code !== 0) throw new Error(`the curl loop exited ${code}: ${stderr.trim()}`);
+    }),
+  );
+  const wallMs = performance.now() - started;
+  return { wallMs, cpuMs: reapedChildrenCpuMs() - cpuBefore, selfCpuMs: 0, peakRssMb: 0 };
+}
+
+async function benchFleet(url: string, control: SimulatorControl): Promise<void> {
+  const { messages, partitions, batch, runs } = FLEET;
+  const parallel = ['--parallel', '8', '--batch', String(batch)];
+  const dir = mkdtempSync(join(tmpdir(), 'queenctl-bench-'));
+  const script = join(dir, 'curl-loop.sh');
+  writeFileSync(script, CURL_LOOP);
+  const queenctl: FleetRun[] = [];
+  const curl: FleetRun[] = [];
+  try {
+    for (let run = 0; run < runs; run++) {
+      const queue = `bench-fleet-${run}`;
+      await fillPartitions(control, queue, messages, partitions);
+      queenctl.push(await followRun(url, control, queue, parallel));
+      if (!hasCurl || !hasJq) continue;
+      const looped = `bench-fleet-loop-${run}`;
+      await fillPartitions(control, looped, messages, partitions);
+      curl.push(await curlLoops(url, script, looped, 8));
+      const left = await pendingOf(control, looped);
+      if (left !== 0) throw new Error(`the curl loops left ${left} messages of ${looped} pending`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const measure =
+    `lease run --follow --parallel 8, ${messages} messages in ${partitions} partitions, batch ${batch}, ` +
+    `handler sleep 20 ms, median of ${runs}`;
+  const perMessage = median(queenctl.map((run) => run.cpuMs)) / messages;
+  const selfPerMessage = median(queenctl.map((run) => run.selfCpuMs)) / messages;
+  const rate = messages / (median(queenctl.map((run) => run.wallMs)) / 1000);
+  const reference = '8 bash loops side by side: curl pop, jq, sleep 0.02, jq, curl ack, jq';
+  const fmtUs = (ms: number): string => `${(ms * 1000).toFixed(0)} µs`;
+  if (curl.length === 0) {
+    rows.push({
+      measure: `${measure}: CPU per message, msgs/s`,
+      queenctl: `${fmtUs(perMessage)} per message, ${rate.toFixed(0)} msgs/s`,
+      reference: `no ${hasCurl ? 'jq' : 'curl'}: the curl loops were not run`,
+      ratio: '-',
+      target: '-',
+      met: '-',
+    });
+  } else {
+    const loopPerMessage = median(curl.map((run) => run.cpuMs)) / messages;
+    const loopRate = messages / (median(curl.map((run) => run.wallMs)) / 1000);
+    rows.push({
+      measure: `${measure}, throughput`,
+      queenctl: `${rate.toFixed(0)} msgs/s`,
+      reference: `${reference}: ${loopRate.toFixed(0)} msgs/s`,
+      ratio: `${(rate / loopRate).toFixed(2)}x`,
+      target: '>= 1x',
+      met: rate / loopRate >= 1 ? 'yes' : 'no',
+    });
+    rows.push({
+      measure: `${measure}, CPU per message (user + sys of the process tree, reaped)`,
+      queenctl: fmtUs(perMessage),
+      reference: `${reference}: ${fmtUs(loopPerMessage)}`,
+      ratio: `${(perMessage / loopPerMessage).toFixed(2)}x`,
+      target: '<= 0.33x',
+      met: perMessage / loopPerMessage <= 1 / 3 ? 'yes' : 'no',
+    });
+    rows.push({
+      measure: `${measure}, CPU per message of the queenctl process alone (sampled)`,
+      queenctl: `${fmtUs(selfPerMessage)}; its children (sleep per batch, guardians): ${fmtUs(
+        perMessage - selfPerMessage,
+      )}`,
+      reference: `${reference}: ${fmtUs(loopPerMessage)}`,
+      ratio: `${(selfPerMessage / loopPerMessage).toFixed(2)}x`,
+      target: '-',
+      met: '-',
+    });
+  }
+  // Peak memory of a wide worker: --parallel 64 on 64 partitions, against --parallel 1 on the same.
+  const wide = FLEET.wideMessages;
+  const peaks: Record<string, number[]> = { '64': [], '1': [] };
+  for (let run = 0; run < runs; run++) {
+    for (const width of ['64', '1']) {
+      const queue = `bench-fleet-wide-${width}-${run}`;
+      await fillPartitions(control, queue, width === '64' ? wide : wide / 8, 64);
+      const result = await followRun(url, control, queue, ['--parallel', width, '--batch', String(batch)]);
+      peaks[width]?.push(result.peakRssMb);
+    }
+  }
+  const peak64 = median(peaks['64'] ?? []);
+  const peak1 = median(peaks['1'] ?? []);
+  rows.push({
+    measure: `lease run --follow --parallel 64, ${wide} messages in 64 partitions, peak RSS (VmHWM), median of ${runs}`,
+    queenctl: `${peak64.toFixed(0)} MB`,
+    reference: `--parallel 1 (${wide / 8} messages): ${peak1.toFixed(0)} MB`,
+    ratio: `${(peak64 / peak1).toFixed(2)}x`,
+    target: '-',
+    met: '-',
+  });
+}
+
 // --- issue 27: what --metrics-address costs ----------------------------------------------------
 
 /**
@@ -1001,6 +1204,7 @@ const SECTIONS: Array<[string, (url: string, control: SimulatorControl) => Promi
   ['scale', benchWatchOutage],
   ['metrics', benchMetrics],
   ['run', benchRun],
+  ['fleet', benchFleet],
 ];
 const OWN_SIMULATOR = new Set<(url: string, control: SimulatorControl) => Promise<void>>([
   benchRenewal,
@@ -1008,6 +1212,7 @@ const OWN_SIMULATOR = new Set<(url: string, control: SimulatorControl) => Promis
   benchWatchOutage,
   benchMetrics,
   benchRun,
+  benchFleet,
 ]);
 
 const sim = await startSimulator();

@@ -1,7 +1,7 @@
 /**
  * The benchmark keeps working: its quick version runs end to end and prints every row measured
  * against a reference (start-up of each kind of run, bulk against raw undici, watch, lease run
- * against a loop of curl). It judges
+ * against a loop of curl, a --follow worker against eight). It judges
  * no time (issue 6): the figures of a quick run on a shared machine mean nothing, only that each
  * row is there.
  *
@@ -25,6 +25,18 @@ const RUN_ROWS = [
   new RegExp(String.raw`${RUN}, CPU per batch of the queenctl process alone \(sampled\) \| [\d.]+ ms; its children`),
 ];
 
+const FLEET =
+  String.raw`\| lease run --follow --parallel 8, \d+ messages in 16 partitions, ` +
+  'batch 10, handler sleep 20 ms';
+const FLEET_ROWS = [
+  new RegExp(
+    String.raw`${FLEET}, median of \d+, throughput \| \d+ msgs/s \| 8 bash loops .*: \d+ msgs/s \| [\d.]+x \|`,
+  ),
+  new RegExp(
+    String.raw`${FLEET}, median of \d+, CPU per message .* \| \d+ µs \| 8 bash loops .*: \d+ µs \| [\d.]+x \|`,
+  ),
+];
+
 it('npm run bench --quick measures start-up, bulk extend, watch and lease run', { timeout: 180_000 }, async () => {
   const { code, stdout, stderr } = await runProcess(process.execPath, [BENCH, '--quick'], {
     exit: 0,
@@ -42,6 +54,8 @@ it('npm run bench --quick measures start-up, bulk extend, watch and lease run', 
     /\| watch, \d+ leases every 2 s for \d+ s, CPU per renewal \| [\d.]+ ms \(\d+ renewals, exit 0\) \|/,
     /\| watch, \d+ leases, .* \| exit 0, 0 lapses/,
     ...(hasJq ? RUN_ROWS : [/\| lease run --until-empty, .* \| no jq: the curl loop was not run \|/]),
+    ...(hasJq ? FLEET_ROWS : [/\| lease run --follow --parallel 8, .* \| no jq: the curl loops were not run \|/]),
+    /\| lease run --follow --parallel 64, \d+ messages in 64 partitions, peak RSS .* \| \d+ MB \| --parallel 1 /,
   ]) {
     assert.match(stdout, row);
   }
