@@ -56,7 +56,7 @@ describe('lease list --watch on a terminal: a live view', () => {
       const short = sim.mint({ queue: 'orders', group: 'analytics', partitions: [{ partition: 'p1' }], seconds: 60 });
       const middle = sim.mint({ queue: 'invoices', partitions: [{ partition: 'x' }], seconds: 120 });
       const ids = [long, short, middle];
-      const columns = 60;
+      const columns = 80;
       const run = startInProcess(['lease', 'list', '--watch', '--server', sim.url, '--interval', '2s'], {
         stdoutIsTTY: true,
         columns,
@@ -65,7 +65,7 @@ describe('lease list --watch on a terminal: a live view', () => {
       });
       let lines = await screenWhen(run, columns, (shown) => order(shown, ids).length === 3, 'the first frame');
       assert.deepEqual(order(lines, ids), [short, middle, long], 'least time left first');
-      assert.match(rowOf(lines, short), /^\S+ +(59s|1m00s) +█{8}$/, 'a full bar: all its lease time left');
+      assert.match(rowOf(lines, short), /^\S+ +(59s|1m00s) +█{14} +p1$/, 'a full bar: all its lease time left');
       assert.match(lines[0] as string, /^3 held · every 2s · 10:00:00/);
 
       // 61 s on: the short lease ran out (lost), the middle one was acked (released).
@@ -75,7 +75,11 @@ describe('lease list --watch on a terminal: a live view', () => {
       assert.deepEqual(order(lines, ids), [short, middle, long], 'marked first, then least time left');
       assert.match(rowOf(lines, short), /^\S+ +LOST\b/);
       assert.match(rowOf(lines, middle), /^\S+ +RELEASED\b/);
-      assert.match(rowOf(lines, long), /^\S+ +3m5[89]s +█{6}░{2}$/, 'the bar against the lease time: 239 s of 300');
+      assert.match(
+        rowOf(lines, long),
+        /^\S+ +3m5[89]s +█{11}░{3} +p1$/,
+        'the bar against the lease time: 239 s of 300',
+      );
       assert.match(lines[0] as string, /^1 held, 1 lost, 1 released · every 2s · 10:01:01/);
 
       // No change: the marks stay.
@@ -121,6 +125,9 @@ describe('lease list --watch on a terminal: a live view', () => {
       const lines = await screenWhen(run, 60, (shown) => shown.some((line) => /more below/.test(line)), 'a frame');
       assert.ok(lines.length <= 11, `one line less than the rows, so it never scrolls: ${lines.length}`);
       assert.deepEqual(order(lines, ids), ids.slice(0, 8), 'the least time left first, as many as fit');
+      ids.slice(0, 8).forEach((id, i) => {
+        assert.match(rowOf(lines, id), new RegExp(` p${i}$`), 'the partition shows at 60 columns (issue 39)');
+      });
       assert.match(lines.at(-1) as string, /^… 32 more below/);
       run.kill('SIGINT');
       const result = await run.exited;

@@ -234,6 +234,10 @@ class LiveList {
         now: this.runtime.clock.now(),
         status,
         noHeaders: this.options.noHeaders,
+        single: {
+          group: new Set(this.options.groups).size === 1,
+          queue: new Set(this.options.queues).size === 1,
+        },
       },
       this.screen.fit,
       this.style,
