@@ -113,6 +113,11 @@ export interface ListFrameInput {
   /** A line that says what is wrong (the broker cannot be listed, time left unknown); null: none. */
   status: string | null;
   noHeaders: boolean;
+  /**
+   * The group and the queue that a filter names one value of (--group, --queue): every row says
+   * the same there, so the frame leaves them out and gives their room to the partitions.
+   */
+  single?: { group: boolean; queue: boolean };
 }
 
 const groupLabel = (group: string): string => (group === '__QUEUE_MODE__' ? '(queue mode)' : group);
@@ -127,11 +132,18 @@ function barWidth(columns: number): number {
 
 const LEFT_WIDTH = 8;
 const GAP = '  ';
+const PARTITIONS = 'PARTITIONS';
+/** Narrower than this, the group and queue say nothing: they are left out. */
+const MIN_WHERE_WIDTH = 8;
 
 /**
  * The frame: a title, a status line when something is wrong, the header, then a row per lease
  * as many as fit, and a line saying how many more. Every word from the broker is escaped
  * (docs/security.md#outside-text-is-data); lines are cut to the width by the screen.
+ *
+ * A row is the lease id, its time left, its bar, its partitions, then its group and queue. The
+ * partitions are what the operator came for (issue 39): on a narrow terminal the bar goes before
+ * they would, and the group and queue go first (as do those a filter names one value of).
  */
 export function listFrame(input: ListFrameInput, fit: Fit, style: Style): string[] {
   const { rows, columns } = input;
@@ -145,27 +157,50 @@ export function listFrame(input: ListFrameInput, fit: Fit, style: Style): string
       `${timeOf(input.now)} · least time left first (Ctrl+C stops)`,
   ];
   if (input.status) lines.push(style.warn(escapeText(input.status)));
+  const single = input.single ?? { group: false, queue: false };
+  const whereOf = (record: ListRecord): string =>
+    [
+      ...(single.group ? [] : [escapeText(groupLabel(record.consumerGroup))]),
+      ...(single.queue ? [] : [escapeText(record.queue)]),
+    ].join('/');
+  const whereHeader = [...(single.group ? [] : ['GROUP']), ...(single.queue ? [] : ['QUEUE'])].join('/');
+  const partitionsOf = (record: ListRecord): string => escapeText(record.partitions.join(','));
+
   const idWidth = Math.min(40, Math.max(8, ...rows.map((row) => fit.width(escapeText(row.record.leaseId)))));
-  const barCells = barWidth(columns);
-  const restWidth = columns - idWidth - LEFT_WIDTH - barCells - 3 * GAP.length;
-  const withRest = restWidth >= 6;
-  const cells = (id: string, left: string, drawn: string, rest: string): string =>
-    [fit.pad(id, idWidth), fit.pad(left, LEFT_WIDTH), drawn, ...(withRest ? [rest] : [])].join(GAP).trimEnd();
+  let barCells = barWidth(columns);
+  const restOf = (bar: number): number =>
+    columns - idWidth - LEFT_WIDTH - (bar > 0 ? bar + GAP.length : 0) - 2 * GAP.length;
+  // The partitions before the bar: a terminal too narrow for both keeps the partitions.
+  if (restOf(barCells) < PARTITIONS.length) barCells = 0;
+  const rest = restOf(barCells);
+  const widestPartitions = Math.max(PARTITIONS.length, ...rows.map((row) => fit.width(partitionsOf(row.record))));
+  const partitionsWidth = Math.max(0, Math.min(rest, widestPartitions));
+  const whereWidth = whereHeader === '' ? 0 : rest - partitionsWidth - GAP.length;
+  const withWhere = whereWidth >= MIN_WHERE_WIDTH;
+  const cells = (id: string, left: string, drawn: string, partitions: string, where: string): string =>
+    [
+      fit.pad(id, idWidth),
+      fit.pad(left, LEFT_WIDTH),
+      ...(barCells > 0 ? [drawn] : []),
+      ...(partitionsWidth > 0 ? [fit.pad(partitions, partitionsWidth)] : []),
+      ...(withWhere ? [fit.cut(where, whereWidth)] : []),
+    ]
+      .join(GAP)
+      .trimEnd();
   if (!input.noHeaders)
     lines.push(
       cells(
         'LEASE ID',
         'LEFT',
         fit.pad(barCells >= 13 ? 'OF LEASE TIME' : 'OF LEASE', barCells),
-        'GROUP/QUEUE  PARTITIONS',
+        PARTITIONS,
+        whereHeader,
       ),
     );
   const room = Math.max(1, input.rows_ - 1 - lines.length);
   const shown = rows.length > room ? rows.slice(0, Math.max(0, room - 1)) : rows;
   for (const row of shown) {
     const { record } = row;
-    const where = `${escapeText(groupLabel(record.consumerGroup))}/${escapeText(record.queue)}`;
-    const partitions = escapeText(record.partitions.join(','));
     let left: string;
     let drawn: string;
     if (row.mark) {
@@ -184,7 +219,7 @@ export function listFrame(input: ListFrameInput, fit: Fit, style: Style): string
       const paint = share < 0.1 ? style.bad : share < 0.34 ? style.warn : style.ok;
       drawn = paint(bar(row.remainingMs, row.leaseMs, barCells));
     }
-    lines.push(cells(escapeText(record.leaseId), left, drawn, `${where}  ${partitions}`));
+    lines.push(cells(escapeText(record.leaseId), left, drawn, partitionsOf(record), whereOf(record)));
   }
   if (shown.length < rows.length) {
     lines.push(

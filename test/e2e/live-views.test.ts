@@ -56,7 +56,7 @@ describe('lease list --watch on a terminal: a live view', () => {
       const short = sim.mint({ queue: 'orders', group: 'analytics', partitions: [{ partition: 'p1' }], seconds: 60 });
       const middle = sim.mint({ queue: 'invoices', partitions: [{ partition: 'x' }], seconds: 120 });
       const ids = [long, short, middle];
-      const columns = 60;
+      const columns = 80;
       const run = startInProcess(['lease', 'list', '--watch', '--server', sim.url, '--interval', '2s'], {
         stdoutIsTTY: true,
         columns,
@@ -65,7 +65,7 @@ describe('lease list --watch on a terminal: a live view', () => {
       });
       let lines = await screenWhen(run, columns, (shown) => order(shown, ids).length === 3, 'the first frame');
       assert.deepEqual(order(lines, ids), [short, middle, long], 'least time left first');
-      assert.match(rowOf(lines, short), /^\S+ +(59s|1m00s) +█{8}$/, 'a full bar: all its lease time left');
+      assert.match(rowOf(lines, short), /^\S+ +(59s|1m00s) +█{14} +p1$/, 'a full bar: all its lease time left');
       assert.match(lines[0] as string, /^3 held · every 2s · 10:00:00/);
 
       // 61 s on: the short lease ran out (lost), the middle one was acked (released).
@@ -75,7 +75,11 @@ describe('lease list --watch on a terminal: a live view', () => {
       assert.deepEqual(order(lines, ids), [short, middle, long], 'marked first, then least time left');
       assert.match(rowOf(lines, short), /^\S+ +LOST\b/);
       assert.match(rowOf(lines, middle), /^\S+ +RELEASED\b/);
-      assert.match(rowOf(lines, long), /^\S+ +3m5[89]s +█{6}░{2}$/, 'the bar against the lease time: 239 s of 300');
+      assert.match(
+        rowOf(lines, long),
+        /^\S+ +3m5[89]s +█{11}░{3} +p1$/,
+        'the bar against the lease time: 239 s of 300',
+      );
       assert.match(lines[0] as string, /^1 held, 1 lost, 1 released · every 2s · 10:01:01/);
 
       // No change: the marks stay.
@@ -121,6 +125,9 @@ describe('lease list --watch on a terminal: a live view', () => {
       const lines = await screenWhen(run, 60, (shown) => shown.some((line) => /more below/.test(line)), 'a frame');
       assert.ok(lines.length <= 11, `one line less than the rows, so it never scrolls: ${lines.length}`);
       assert.deepEqual(order(lines, ids), ids.slice(0, 8), 'the least time left first, as many as fit');
+      ids.slice(0, 8).forEach((id, i) => {
+        assert.match(rowOf(lines, id), new RegExp(` p${i}$`), 'the partition shows at 60 columns (issue 39)');
+      });
       assert.match(lines.at(-1) as string, /^… 32 more below/);
       run.kill('SIGINT');
       const result = await run.exited;
@@ -242,4 +249,134 @@ describe('the live views and outside text', () => {
       const screen = screenOf(stdout, 120);
       assert.deepEqual(screen.unknown, []);
     }));
+});
+
+/**
+ * The probes a live view of `lease list --watch` sends (issue 39): the extend route's one-second
+ * probe is a write on the broker's database, so the view learns each lease's expiry once and asks
+ * again only when the known deadline comes near; a release shows from the listing, a read. Counts
+ * on the fake clock shared with the simulator: they do not depend on the machine's speed.
+ */
+interface ProbeCount {
+  /** Extend requests answered in the first 10 s of the view: the polls at 0 s and every interval before 10 s. */
+  extends: number;
+  polls: number;
+}
+
+/** A view of `leases` leases of `seconds` each, for the polls of 10 s at `intervalMs`; its extends counted. */
+async function probesIn10s(
+  sim: Simulator,
+  clock: FakeClock,
+  startInProcess: typeof import('../support/in-process.js').startInProcess,
+  leases: number,
+  seconds: number,
+  intervalMs: number,
+): Promise<ProbeCount> {
+  sim.mintMany(
+    Array.from({ length: leases }, (_, i) => ({ queue: 'orders', partitions: [{ partition: `p${i}` }], seconds })),
+  );
+  const before = sim.stats().extendRequests;
+  const start = clock.now();
+  const run = startInProcess(
+    ['lease', 'list', '--watch', '--server', sim.url, '--interval', `${intervalMs}ms`, '--concurrency', '64'],
+    { stdoutIsTTY: true, columns: 120, rows: 24, clock },
+  );
+  const polls = Math.ceil(10_000 / intervalMs);
+  for (let poll = 0; poll < polls; poll++) {
+    if (poll > 0) clock.advance(intervalMs);
+    const at = new Date(start + poll * intervalMs).toISOString().slice(11, 19);
+    // The frame of a poll is drawn once its probes are answered.
+    await run.waitForStdout(new RegExp(`${leases} held · every [^·]+ · ${at} `), 30_000);
+  }
+  const extendsSent = sim.stats().extendRequests - before;
+  run.kill('SIGINT');
+  await run.exited;
+  return { extends: extendsSent, polls };
+}
+
+describe('lease list --watch on a terminal: probes', () => {
+  for (const intervalMs of [2_000, 1_000]) {
+    it(`200 leases with 5 minutes left, 10 s at ${intervalMs / 1000}s: a probe per lease, a few more`, (t) =>
+      withClockedSimulator(async (sim, clock, startInProcess) => {
+        const { extends: sent, polls } = await probesIn10s(sim, clock, startInProcess, 200, 300, intervalMs);
+        t.diagnostic(`${sent} extends in ${polls} polls of 200 leases`);
+        assert.ok(sent >= 200, `each lease probed once: ${sent}`);
+        assert.ok(sent <= 210, `at most one probe per lease plus a few in 10 s, not one per poll: ${sent}`);
+      }));
+  }
+  it('a release shows at the next poll, no probe; a renewal by the holder is learned near the known deadline', () =>
+    withClockedSimulator(async (sim, clock, startInProcess) => {
+      const ids = sim.mintMany(
+        Array.from({ length: 200 }, (_, i) => ({
+          queue: 'orders',
+          partitions: [{ partition: `p${i}` }],
+          seconds: 300,
+        })),
+      );
+      const renewed = sim.mint({ queue: 'invoices', partitions: [{ partition: 'x' }], seconds: 30 });
+      const columns = 120;
+      const run = startInProcess(['lease', 'list', '--watch', '--server', sim.url, '--interval', '2s'], {
+        stdoutIsTTY: true,
+        columns,
+        rows: 24,
+        clock,
+      });
+      const frameAt = (at: string): Promise<string[]> =>
+        screenWhen(run, columns, (shown) => new RegExp(` · ${at} · `).test(shown[0] ?? ''), `the frame of ${at}`);
+      const probesOf = (leaseId: string): number =>
+        sim.log.filter((entry) => entry.leaseId === leaseId && entry.body === '{"seconds":1}').length;
+      let lines = await frameAt('10:00:00');
+      assert.match(rowOf(lines, renewed), /^\S+ +(29s|30s) /);
+
+      // Its holder renews it to a minute: nothing the view knows of until the known deadline nears.
+      const answer = await fetch(`${sim.url}/api/v1/lease/${renewed}/extend`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"seconds":60}',
+      });
+      assert.equal(answer.status, 200);
+      await answer.arrayBuffer();
+      const released = ids[7] as string;
+      sim.release(released);
+      clock.advance(2_000);
+      lines = await frameAt('10:00:02');
+      assert.match(rowOf(lines, released), /^\S+ +RELEASED\b/, 'the release, from the listing, at the next poll');
+      assert.match(rowOf(lines, renewed), /^\S+ +(27s|28s) /, 'counted down from what the probe found');
+      assert.equal(probesOf(released), 1, 'a release needs no probe');
+      assert.equal(probesOf(renewed), 1);
+
+      // 20 s on, 10 s of the known 30 left (a third of its lease time): probed again, the renewal learned.
+      for (let at = 4; at <= 20; at += 2) {
+        clock.advance(2_000);
+        lines = await frameAt(`10:00:${String(at).padStart(2, '0')}`);
+      }
+      assert.match(rowOf(lines, renewed), /^\S+ +(39s|40s) /, 'the renewal to 10:01:00, seen at 10:00:20');
+      assert.equal(probesOf(renewed), 2);
+      assert.equal(probesOf(ids[0] as string), 1, 'a lease of 5 minutes: probed once');
+      assert.equal(
+        sim.log.filter((entry) => entry.body === '{"seconds":1}').length,
+        202,
+        'one probe per lease, and one for the lease near its deadline',
+      );
+    }));
+});
+
+/**
+ * The figures of docs/performance.md (issue 39), measured only when asked for:
+ * QUEENCTL_LIST_PROBE_FIGURES=1 node --test dist/test/e2e/live-views.test.js
+ */
+describe('lease list --watch on a terminal: probes per 10 s, the figures', {
+  skip: process.env.QUEENCTL_LIST_PROBE_FIGURES === '1' ? false : 'QUEENCTL_LIST_PROBE_FIGURES=1 measures them',
+}, () => {
+  for (const leases of [200, 2_000]) {
+    for (const intervalMs of [2_000, 1_000]) {
+      it(`${leases} leases with 5 minutes left, --interval ${intervalMs / 1000}s`, (t) =>
+        withClockedSimulator(async (sim, clock, startInProcess) => {
+          const { extends: sent, polls } = await probesIn10s(sim, clock, startInProcess, leases, 300, intervalMs);
+          t.diagnostic(
+            `figure: ${leases} leases, --interval ${intervalMs / 1000}s: ${sent} extends in 10 s (${polls} polls)`,
+          );
+        }));
+    }
+  }
 });

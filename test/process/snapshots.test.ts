@@ -73,6 +73,8 @@ interface Case {
   files?: (sim: Simulator) => Promise<Record<string, string>>;
   /** When to type ^C: a live view runs until stopped. */
   interrupt?: (sim: Simulator) => (screen: string) => boolean;
+  /** The widths it is shown at (default WIDTHS). */
+  widths?: readonly number[];
 }
 
 const CASES: Case[] = [
@@ -90,6 +92,22 @@ const CASES: Case[] = [
   },
   { name: 'lease-inspect', args: ['lease', 'inspect', ID.held, ID.lost], exit: 4, scene: leases },
   { name: 'lease-list', args: ['lease', 'list'], exit: 0, scene: leases },
+  // The stuck-partition runbook (issue 39): PARTITIONS kept at 80 and 60 columns, and a column a
+  // filter names one value of (QUEUE here) the first to go.
+  {
+    name: 'lease-list-queue',
+    args: ['lease', 'list', '--queue', 'orders'],
+    exit: 0,
+    scene: leases,
+    widths: [60, 80],
+  },
+  {
+    name: 'lease-list-partition-expiry',
+    args: ['lease', 'list', '--queue', 'orders', '--partition', 'p2', '--expiry'],
+    exit: 0,
+    scene: leases,
+    widths: [60, 80],
+  },
   { name: 'lease-acquire', args: ['lease', 'acquire', 'payments', '--batch', '3'], exit: 0, scene: payments },
   {
     name: 'lease-ack',
@@ -119,6 +137,14 @@ const CASES: Case[] = [
     exit: 130,
     scene: leases,
     interrupt: () => (screen) => [ID.held, ID.billing, ID.invoices].every((id) => screen.includes(id)),
+  },
+  {
+    name: 'lease-list-watch-queue',
+    args: ['lease', 'list', '--watch', '--queue', 'orders'],
+    exit: 130,
+    scene: leases,
+    widths: [60, 80],
+    interrupt: () => (screen) => [ID.held, ID.billing].every((id) => screen.includes(id)),
   },
   {
     name: 'lease-watch',
@@ -163,8 +189,8 @@ describe('terminal snapshots', {
     const out = process.env.QUEENCTL_SNAPSHOT_WIDTHS;
     if (out) writeFileSync(out, `${widest.join('\n')}\n`);
   });
-  for (const { name, args, exit, scene, files, interrupt } of CASES) {
-    for (const cols of WIDTHS) {
+  for (const { name, args, exit, scene, files, interrupt, widths = WIDTHS } of CASES) {
+    for (const cols of widths) {
       it(`${name} at ${cols} columns`, async (t) => {
         const sim = await startSimulator({ now: () => BROKER_NOW });
         try {
@@ -188,7 +214,7 @@ describe('terminal snapshots', {
     }
   }
   it('every file of test/snapshots is the screen of a case (--update removes the others)', () => {
-    const names = new Set(CASES.flatMap(({ name }) => WIDTHS.map((cols) => `${name}.${cols}.txt`)));
+    const names = new Set(CASES.flatMap(({ name, widths = WIDTHS }) => widths.map((cols) => `${name}.${cols}.txt`)));
     const stale = readdirSync(SNAPSHOTS).filter((file) => !names.has(file));
     assert.deepEqual(stale, [], 'snapshots of no case: npm run test:snapshots -- --update removes them');
   });

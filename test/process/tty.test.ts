@@ -74,7 +74,7 @@ describe('the live views on a terminal, through the bundle (log-update, string-w
   }, async () => {
     const sim = await startSimulator();
     try {
-      const leaseId = sim.mint({ queue: 'orders', seconds: 60 });
+      const leaseId = sim.mint({ queue: 'orders', partitions: [{ partition: 'p7' }], seconds: 60 });
       const list = `${cliCommandLine()} lease list --watch --interval 200ms --server ${sim.url}`;
       const run = startProcess('script', ['-qec', `stty cols 60 rows 20; exec ${list}`, '/dev/null'], {
         exit: 130,
@@ -82,12 +82,13 @@ describe('the live views on a terminal, through the bundle (log-update, string-w
         // Open: what is typed on the terminal goes through it.
         stdin: null,
       });
-      await run.waitForStdout(new RegExp(`${leaseId} +(\\d+s|1m00s) +\\S*█`));
+      // At 60 columns the partitions stay and the bar goes (issue 39).
+      await run.waitForStdout(new RegExp(`${leaseId} +(\\d+s|1m00s) +p7`));
       run.write('\u0003');
       const { code, stdout, stderr } = await run.exited;
       const output = stdout + stderr;
       assert.equal(code, 130, output);
-      assert.match(output, /LEASE ID +LEFT +OF LEASE/);
+      assert.match(output, /LEASE ID +LEFT +PARTITIONS/);
       assert.match(output, /\u001b\[\?25h/, 'the cursor shown again');
       assert.doesNotMatch(output, /internal error/);
       assertNoStackTrace(output);

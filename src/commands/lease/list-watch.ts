@@ -6,8 +6,9 @@
  * poll; a refused token ends the watch (exit 3); a signal ends it with its own status.
  *
  * On a terminal, as a table, it is a live view instead (docs/cli-contract.md#live-views): the
- * leases redrawn in place at each poll, least time left first (output/list-live.ts); each poll
- * then probes the time left of each lease as `inspect` does.
+ * leases redrawn in place at each poll, least time left first (output/list-live.ts), each lease's
+ * time left probed as `inspect` does, once, then again only near its known deadline
+ * (list-expiry.ts).
  */
 import { AuthError, BrokerError, type ExitCode, signalExitCode } from '../../exit.js';
 import { write, type OutputStream } from '../../io.js';
@@ -23,6 +24,7 @@ import type { ListMetrics } from '../../metrics/list.js';
 import { metricsServedNote } from '../../output/watch.js';
 import { canRedraw, openLiveScreen, type LiveScreen } from '../../output/live.js';
 import { ListLiveState, listFrame } from '../../output/list-live.js';
+import { KnownExpiries } from './list-expiry.js';
 import { probeExpiry, readHolders, tableRow, type ListOptions, type ListRecord, type ListRuntime } from './list.js';
 import { yamlStringify } from '../../output/yaml.js';
 
@@ -158,10 +160,13 @@ const timeOf = (ms: number): string => new Date(ms).toISOString().slice(11, 19);
 
 /**
  * The live view's work at each poll: the time left of each live lease, probed as inspect does (a
- * one-second renewal, which needs the read-write role), and the frame drawn.
+ * one-second renewal, which needs the read-write role) when it is not known or its known deadline
+ * is near, and the frame drawn.
  */
 class LiveList {
   private readonly state = new ListLiveState();
+  /** What each lease's last probe found, so a lease is probed again only near its deadline. */
+  private readonly expiries: KnownExpiries;
   /** Why time left is not shown, once the probe was refused; null while it is probed. */
   private probeRefused: string | null = null;
   private listing: ListRecord[] = [];
@@ -170,14 +175,25 @@ class LiveList {
     private readonly style: Style,
     private readonly options: ListWatchOptions,
     private readonly runtime: ListRuntime,
-  ) {}
+  ) {
+    this.expiries = new KnownExpiries(options.intervalMs);
+  }
 
-  /** Probes the live records' time left in place; false when a signal cut it short. */
+  /**
+   * The live records' time left, in place: probed for the leases whose expiry is not known or
+   * whose known deadline is near, counted down from the last probe for the others
+   * (list-expiry.ts). False when a signal cut the probe short.
+   */
   async probe(records: ListRecord[], once: ListOptions): Promise<boolean> {
     const live = records.filter((record) => record.live);
     if (this.probeRefused !== null || live.length === 0) return true;
+    const sentAt = this.runtime.clock.now();
+    const due = this.expiries.due(live, sentAt);
+    if (due.length === 0) return true;
     try {
-      return (await probeExpiry(live, once, this.runtime)) !== 'interrupted';
+      const probed = await probeExpiry(due, once, this.runtime);
+      this.expiries.learn(due, sentAt);
+      return probed !== 'interrupted';
     } catch (error) {
       if (!(error instanceof AuthError)) throw error;
       // The listing needs the read-only role, the probe the read-write one: the view goes on
@@ -218,6 +234,10 @@ class LiveList {
         now: this.runtime.clock.now(),
         status,
         noHeaders: this.options.noHeaders,
+        single: {
+          group: new Set(this.options.groups).size === 1,
+          queue: new Set(this.options.queues).size === 1,
+        },
       },
       this.screen.fit,
       this.style,

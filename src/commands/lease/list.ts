@@ -93,8 +93,9 @@ deadline. That needs the read-write role; a read-only token exits 3.
 every current holder as added, then added, changed (its partitions or liveness differ) and
 removed; -o json/ndjson one event a line, the record plus "event"; -o name the ids as they are
 added. On a terminal, as a table, it is a live view instead: redrawn in place at each poll, least
-time left first (each lease probed as --expiry does, which needs the read-write role), its time
-left as a bar, leases lost or released marked until the next change; a pipe gets the lines.
+time left first (each lease probed as --expiry does, which needs the read-write role: once, then
+again only near its known deadline), its time left as a bar, then its partitions, leases lost or
+released marked until the next change; a pipe gets the lines.
 A broker that cannot be reached is one line on stderr, and one when it is back. It stops
 on SIGINT or SIGTERM (exit 130, 143); a refused token stops it with exit 3. --metrics-address
 <[host]:port> serves Prometheus metrics meanwhile: held leases by group and queue, changes
@@ -367,18 +368,22 @@ export function tableRow(record: ListRecord, options: ListOptions, wide: boolean
 
 /**
  * The columns, and what each is worth on a narrow terminal (output/fit.ts): names are cut with
- * `…` before anything is dropped; the expiry's time of day goes first, the time left last.
+ * `…` before anything is dropped. PARTITIONS is kept longest (issue 39): which partitions a lease
+ * holds is what the operator came for when a partition is stuck. A GROUP or QUEUE that a filter
+ * names one value of says the same on every row, and goes first; then the expiry's time of day,
+ * then the queue, the group, and the time left.
  */
 function headers(options: ListOptions): ColumnSpec[] {
+  const single = (values: readonly string[]): boolean => new Set(values).size === 1;
   const base: ColumnSpec[] = [
     { header: 'LEASE ID', keep: 'always' },
-    { header: 'GROUP', keep: 5, shrink: 'cut' },
-    { header: 'QUEUE', keep: 4, shrink: 'cut' },
-    { header: 'PARTITIONS', keep: 3, shrink: 'cut' },
+    { header: 'GROUP', keep: single(options.groups) ? 1 : 4, shrink: 'cut' },
+    { header: 'QUEUE', keep: single(options.queues) ? 1 : 3, shrink: 'cut' },
+    { header: 'PARTITIONS', keep: 6, shrink: 'cut' },
     { header: 'LIVE', keep: 'always' },
   ];
   if (!options.expiry) return base;
-  return [...base, { header: 'EXPIRES AT', keep: 2, shrink: 'time' }, { header: 'REMAINING', keep: 6 }];
+  return [...base, { header: 'EXPIRES AT', keep: 2, shrink: 'time' }, { header: 'REMAINING', keep: 5 }];
 }
 
 /**
