@@ -13,12 +13,10 @@
  * only turn a hang into a failure, and every process has a kill timer and an expected exit.
  * About 30 s of a 2-core machine: `npm run test:slow` runs it, not `npm test`.
  *
- * The handler names the poison `failed` in QUEEN_RESULTS_FILE. A handler that only exits 1 (leaving
- * lease run to find the poison by bisection) never gets it dead-lettered in a fleet: each worker's
- * bisection lives in its own process, the `retry` ack that ends a step frees the partition, another
- * worker's waiting pop takes the whole batch again and starts a bisection of its own, and the
- * first forgets its on `lease_held`; the poison never fails alone, so it is never counted. Reported
- * as a bug of src/consumer/ (retry-policy.ts, consumer.ts take()), not covered here.
+ * The handler fails a batch holding the poison without naming it (exit 1): lease run halves the
+ * batch under its lease until the poison is alone. Halving used to take the halves again through
+ * the partition route after a retry freed the partition, and in a fleet another worker's waiting
+ * pop took the whole batch and started over: the poison was never found (this test found it).
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -84,12 +82,8 @@ log({ event: 'start', run, worker, pid: process.pid, lease: process.env.QUEEN_LE
 setTimeout(() => {
   let outcome = 'ok';
   const hash = crypto.createHash('sha256').update(ids.join(',')).digest().readUInt32BE(0);
-  if (ids.includes('${POISON}')) {
-    outcome = 'poison';
-    // It names the poison failed and the rest completed (bisection never needs to find it).
-    const lines = ids.map((id) => ({ transactionId: id, status: id === '${POISON}' ? 'failed' : 'completed' }));
-    fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, lines.map((line) => JSON.stringify(line) + '\n').join(''));
-  }
+  // A batch holding the poison fails, naming nothing: lease run halves it to find the poison.
+  if (ids.includes('${POISON}')) outcome = 'poison';
   else if (hash % 10 === 0 && ids.every((id) => !fs.existsSync(dir + '/failed/' + id))) {
     outcome = 'fail';
     for (const id of ids) fs.writeFileSync(dir + '/failed/' + id, '');
