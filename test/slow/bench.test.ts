@@ -26,8 +26,7 @@ const RUN_ROWS = [
 ];
 
 const FLEET =
-  String.raw`\| lease run --follow --parallel 8, \d+ messages in 16 partitions, ` +
-  'batch 10, handler sleep 20 ms';
+  String.raw`\| lease run --follow --parallel 8, \d+ messages in 16 partitions, ` + 'batch 10, handler sleep 20 ms';
 const FLEET_ROWS = [
   new RegExp(
     String.raw`${FLEET}, median of \d+, throughput \| \d+ msgs/s \| 8 bash loops .*: \d+ msgs/s \| [\d.]+x \|`,

@@ -152,9 +152,9 @@ that did not succeed, that message's outcome, nothing after it (it comes back wi
 broker's cursor would otherwise skip a retried message for good. A message that did not succeed
 is acked retry after --retry-delay (doubling per retry, at most ${MAX_RETRY_DELAY_MS / 1000}s), the lease held
 meanwhile; one the command reported failed is acked failed. A batch that failed without saying
-which is taken again in halves until the failing message is alone; one that failed alone
---give-up-after times is acked as --on-failure says. A lost lease stops the command (SIGTERM, then
-SIGKILL after --kill-after) and acks nothing.
+which runs again in halves, under its lease, until the failing message is alone; one that failed
+alone --give-up-after times is acked as --on-failure says. A lost lease stops the command
+(SIGTERM, then SIGKILL after --kill-after) and acks nothing.
 
 How long: one batch (--batches n: n), --until-empty, or --follow: a worker that never ends on an
 empty queue (a pop long-polls --wait, 30s unless given), rides out broker outages, and counts a
