@@ -82,7 +82,7 @@ async function demo(sim: Simulator, env: NodeJS.ProcessEnv): Promise<void> {
       dim(prose('Leases are minted through its control interface, as a pop would hand them to a consumer.\n')),
   );
 
-  // The leases of README.md's tour (tools/simulator/scene.ts), named as the tour names them: the
+  // The leases of the tour (docs/tour.md) (tools/simulator/scene.ts), named as the tour names them: the
   // commands below are the tour's, character for character (test/docs/doctest.test.ts).
   const scene = mintTourScene(sim);
   Object.assign(env, scene);

@@ -31,10 +31,10 @@ describe('the docs run as written', { concurrency: 2 }, () => {
   }
 });
 
-describe("the README's tour is the demo's", () => {
+describe("the tour (docs/tour.md) is the demo's", () => {
   it('has the steps of scripts/demo.ts, in its order and with its titles', () => {
     const demo = readFileSync(join(ROOT, 'scripts/demo.ts'), 'utf8');
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const readme = readFileSync(join(ROOT, 'docs/tour.md'), 'utf8');
     const demoSteps = [...demo.matchAll(/step\(\s*'(\d+\. [^']+)'/g)].map((match) => match[1]);
     const tourSteps = [...readme.matchAll(/^\*\*(\d+\. [^*]+?)\.\*\*/gm)].map((match) => match[1]);
     assert.ok(demoSteps.length >= 10, `the demo's steps: ${demoSteps.join(', ')}`);
@@ -43,7 +43,7 @@ describe("the README's tour is the demo's", () => {
 
   it('runs the commands of steps 1 to 9 as the tour shows them, on the same leases', () => {
     const demo = readFileSync(join(ROOT, 'scripts/demo.ts'), 'utf8');
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const readme = readFileSync(join(ROOT, 'docs/tour.md'), 'utf8');
     // The demo's commands: run('…') and run(`…`) with no interpolation (step 10 acks its own lease).
     const commands = [...demo.matchAll(/\brun\(\s*(?:'([^']*)'|`([^`$]*(?:\$(?!\{)[^`$]*)*)`)/g)]
       .map((match) => (match[1] ?? (match[2] as string).replaceAll('\\\\', '\\')).split('\n')[0] as string)
@@ -51,7 +51,7 @@ describe("the README's tour is the demo's", () => {
     assert.ok(commands.length >= 10, `the demo's commands: ${commands.join('\n')}`);
     for (const command of commands) {
       const shown = readme.includes(`$ ${command}\n`) || readme.includes(`\n${command}\n`);
-      assert.ok(shown, `the demo runs, and README.md's tour does not show:\n${command}`);
+      assert.ok(shown, `the demo runs, and docs/tour.md does not show:\n${command}`);
     }
     assert.match(demo, /mintTourScene\(sim\)/, 'the demo mints the leases the doc tests run the tour on');
   });

@@ -1,7 +1,7 @@
 /**
  * `npm run demo` runs to the end without a terminal, and every command in it exits as its step
  * says it does: the demo checks each status itself and exits 1 on any other (scripts/demo.ts,
- * `run`), so a step whose words went untrue fails here. The one step README.md's tour shows but
+ * `run`), so a step whose words went untrue fails here. The one step docs/tour.md shows but
  * the doc tests cannot run (13: a lease lost during `lease run`) is compared with the demo's. A
  * process test: the demo is a script that starts the built binary through bash, as a user types
  * it.
@@ -49,12 +49,12 @@ it('npm run demo: every step runs, in order, exits as it says, and prints what t
   }
   assert.doesNotMatch(output, /demo: this exit status should have been/, describeRun(result));
   // Step 13, which the doc tests cannot run (the lease is expired during the command): what
-  // README.md's tour shows is what the demo prints, compared as the doc tests compare.
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const block = parseMarkdown(readme, 'README.md').find((candidate) =>
+  // docs/tour.md shows is what the demo prints, compared as the doc tests compare.
+  const readme = readFileSync(join(ROOT, 'docs/tour.md'), 'utf8');
+  const block = parseMarkdown(readme, 'docs/tour.md').find((candidate) =>
     candidate.commands.some((command) => command.text.startsWith('queenctl lease run reports ')),
   );
-  assert.ok(block?.skip, "README.md's tour shows step 13 in a block the doc tests skip");
+  assert.ok(block?.skip, "docs/tour.md shows step 13 in a block the doc tests skip");
   const [lost, acquired] = block.commands;
   assert.ok(lost && acquired && lost.expectedOutput && acquired.expectedOutput, 'step 13 shows both outputs');
   assert.equal(lost.expectedCode, 4);

@@ -247,7 +247,7 @@ export function outputMismatch(expected: string[], actual: string): string | und
 // --- running ----------------------------------------------------------------------------------
 
 /**
- * The scene every block starts from, minted on its own simulator: README.md's tour's (`$LEASE`,
+ * The scene every block starts from, minted on its own simulator: the tour's (docs/tour.md) (`$LEASE`,
  * `$LEASE2`, `$LEASE3`, `$DEAD`: tools/simulator/scene.ts, which `npm run demo` mints too), and
  * `leases.txt` in the working directory (HOME): `$LEASE`, `$LEASE2` and `$DEAD`, one per line.
  */
