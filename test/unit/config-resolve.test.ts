@@ -48,7 +48,7 @@ const resolve = (
     { platform, ...(runSecretTool ? { runSecretTool } : {}) },
   );
 
-describe('which setting named the server, and the context\'s own (version says both: issue 39)', () => {
+describe("which setting named the server, and the context's own (version says both: issue 39)", () => {
   it('the context, QUEEN_SERVER over it, --server over both', async () => {
     const fromContext = await resolve({});
     assert.deepEqual([fromContext.serverFrom, fromContext.contextServer], ['context', 'http://a.local:6632']);

@@ -101,7 +101,7 @@ describe('version --short', () => {
 });
 
 describe('version names the server used, and where it came from (issue 39)', () => {
-  it('the context\'s own server: as before', () => {
+  it("the context's own server: as before", () => {
     assert.equal(contextLine(context), 'context: prod (http://broker:6632)');
     assert.equal(
       contextLine({ name: null, server: 'http://localhost:6632', serverFrom: 'default', contextServer: null }),
@@ -109,7 +109,7 @@ describe('version names the server used, and where it came from (issue 39)', () 
     );
   });
 
-  it('QUEEN_SERVER or --server over the context: the server used, which setting, and the context\'s own', () => {
+  it("QUEEN_SERVER or --server over the context: the server used, which setting, and the context's own", () => {
     const overridden = { ...context, server: 'http://127.0.0.1:7000', serverFrom: 'QUEEN_SERVER' as const };
     assert.equal(
       contextLine(overridden),
