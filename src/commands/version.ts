@@ -170,15 +170,15 @@ export interface VersionOptions {
 }
 
 /**
- * `context: prod (http://broker:6632)`; when --server or QUEEN_SERVER overrode the context's
- * server, the one used and why, and the context's own: a context line must never pass the
+ * `context: prod (http://broker:6632)`; when --server or QUEEN_SERVER overrode the server the
+ * context names, the one used and why, and the context's own: a context line must never pass the
  * override off as what the context says.
  */
 export function contextLine(context: VersionContext): string {
   const { name, server, serverFrom, contextServer } = context;
-  if (serverFrom !== '--server' && serverFrom !== 'QUEEN_SERVER') return `context: ${name ?? '-'} (${server})`;
-  const own = contextServer === null ? '' : `, not the context's ${contextServer}`;
-  return `context: ${name ?? '-'} (server ${server} from ${serverFrom}${own})`;
+  const overridden = (serverFrom === '--server' || serverFrom === 'QUEEN_SERVER') && contextServer !== null;
+  if (!overridden) return `context: ${name ?? '-'} (${server})`;
+  return `context: ${name ?? '-'} (server ${server} from ${serverFrom}, not the context's ${contextServer})`;
 }
 
 export async function runVersion(

@@ -117,7 +117,8 @@ describe('version names the server used, and where it came from (issue 39)', () 
     );
     assert.equal(
       contextLine({ name: null, server: 'http://127.0.0.1:7000', serverFrom: '--server', contextServer: null }),
-      'context: - (server http://127.0.0.1:7000 from --server)',
+      'context: - (http://127.0.0.1:7000)',
+      'no context, or one without a server: nothing was overridden',
     );
   });
 });
