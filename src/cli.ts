@@ -269,8 +269,9 @@ export async function run(rawArgs: readonly (string | Uint8Array)[], ports: CliP
   // own default width is undefined too off a terminal (80 then, so help in a pipe and the docs
   // made from it keep one width), whatever its typing says. On a terminal help is as wide as it
   // (COLUMNS first), at most 100, its prose flowed again to fit (output/width.ts, issue 33).
-  const outWidth = terminalWidth(ports.stdout, ports.env);
-  const errWidth = terminalWidth(ports.stderr, ports.env);
+  // Only a terminal's: help in a pipe stays 80 wide whatever COLUMNS says (docs/reference/).
+  const outWidth = ports.stdout.isTTY ? terminalWidth(ports.stdout, ports.env) : undefined;
+  const errWidth = ports.stderr.isTTY ? terminalWidth(ports.stderr, ports.env) : undefined;
   const fitted = (width: number | undefined, text: string): string => {
     const libraries = loadedTerminalText();
     return width === undefined || !libraries ? text : fitHelp(text, width, libraries);

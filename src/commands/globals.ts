@@ -10,7 +10,7 @@ import type { Transport } from '../broker/transport.js';
 import { systemClock, type Clock } from '../clock.js';
 import { memoNotes } from '../config/memo.js';
 import { proxySettings, type ProxySettings } from '../config/proxy.js';
-import { resolveConnection } from '../config/resolve.js';
+import { resolveConnection, type ServerSource } from '../config/resolve.js';
 import { CONCURRENCY_CEILING } from '../renewal/concurrency.js';
 import { UsageError, type ExitCode } from '../exit.js';
 import { write, type IO, type OutputStream } from '../io.js';
@@ -107,6 +107,9 @@ export interface Settings {
   /** The context in force, undefined without one, and the broker it resolved to (replicas comma-joined). */
   contextName: string | undefined;
   server: string;
+  /** Where `server` came from, and the context's own server (version says both when they differ). */
+  serverFrom: ServerSource;
+  contextServer: string | undefined;
 }
 
 /** What a verb may choose of its Runtime. */
@@ -275,6 +278,8 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
           tokenInForce: connection.token !== undefined,
           contextName: connection.contextName,
           server: connection.server,
+          serverFrom: connection.serverFrom,
+          contextServer: connection.contextServer,
         };
         const { env, argvAfterDashDash, relaySignals } = ports;
         const runtime: Runtime<BrokerClient> = {

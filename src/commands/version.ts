@@ -14,6 +14,7 @@ import { escapeText } from '../output/sanitise.js';
 import { errorMessage } from '../output/words.js';
 import type { GlobalContext } from './globals.js';
 import { askHealth, PING_TIMEOUT_MS } from './ping.js';
+import type { ServerSource } from '../config/resolve.js';
 import type { Runtime } from './runtime.js';
 
 /** What the process tells about itself: the action reads it, the run function takes it. */
@@ -34,9 +35,10 @@ export function versionCommand(globals: GlobalContext, build: Build): Command {
 The first line names this build: its version, the commit and build date when the build knows them
 (- otherwise), the platform (the standalone build: the one it was built for; the npm package: the
 one it runs on), and the Node.js it runs on (in the standalone build, the one built into it). Without
---short, version then asks the broker of the context in force (GET /health, no token needed) and
-prints its version, status and database, and the context's name and server. --timeout is 5s
-unless given. -o json prints the same as one object.
+--short, version then asks the broker (GET /health, no token needed) and prints its version,
+status and database, and the context's name with the server used: when --server or QUEEN_SERVER
+overrides the context's, it says so. --timeout is 5s unless given. -o json prints the same as one
+object.
 
 Exit codes:
   0  printed (also when the broker answers that it is unhealthy)
@@ -67,7 +69,12 @@ Examples:
               format: textUnlessAsked(settings.format, settings.outputGiven),
               noHeaders: settings.noHeaders,
               timeoutMs: timeoutGiven ? settings.timeoutMs : PING_TIMEOUT_MS,
-              context: { name: settings.contextName ?? null, server: settings.server },
+              context: {
+                name: settings.contextName ?? null,
+                server: settings.server,
+                serverFrom: settings.serverFrom,
+                contextServer: settings.contextServer ?? null,
+              },
             },
             runtime,
           ),
@@ -97,6 +104,18 @@ export function versionLine(build: Build): string {
   return `queenctl ${build.version} (commit ${commit ?? '-'}, built ${date ?? '-'}, ${node})`;
 }
 
+/**
+ * The context in force and the broker this run used: `server` is the one used (replicas
+ * comma-joined), `serverFrom` the setting that named it (`--server` and `QUEEN_SERVER` override
+ * the context's), `contextServer` the context's own (null without one).
+ */
+export interface VersionContext {
+  name: string | null;
+  server: string;
+  serverFrom: ServerSource;
+  contextServer: string | null;
+}
+
 /** `version -o json`: `queenctl` always; `broker` and `context` without --short. */
 export interface VersionRecord {
   queenctl: {
@@ -109,7 +128,7 @@ export interface VersionRecord {
     platform: string;
   };
   broker?: { version: string | null; status: string; database: string | null; server: string } | null;
-  context?: { name: string | null; server: string };
+  context?: VersionContext;
   /** Why `broker` is null: it could not be reached. */
   error?: string;
 }
@@ -146,8 +165,20 @@ export interface VersionOptions {
   format: OutputFormat | null;
   noHeaders: boolean;
   timeoutMs: number;
-  /** The context in force: its name (null without one) and the broker it names. */
-  context: { name: string | null; server: string };
+  /** The context in force (null without one) and the broker used. */
+  context: VersionContext;
+}
+
+/**
+ * `context: prod (http://broker:6632)`; when --server or QUEEN_SERVER overrode the server the
+ * context names, the one used and why, and the context's own: a context line must never pass the
+ * override off as what the context says.
+ */
+export function contextLine(context: VersionContext): string {
+  const { name, server, serverFrom, contextServer } = context;
+  const overridden = (serverFrom === '--server' || serverFrom === 'QUEEN_SERVER') && contextServer !== null;
+  if (!overridden) return `context: ${name ?? '-'} (${server})`;
+  return `context: ${name ?? '-'} (server ${server} from ${serverFrom}, not the context's ${contextServer})`;
 }
 
 export async function runVersion(
@@ -180,7 +211,7 @@ export async function runVersion(
     const database = broker.database === null ? '' : `, database ${broker.database}`;
     const lines = [
       `broker: ${broker.version ?? '-'} (${broker.status}${database}) at ${broker.server}`,
-      `context: ${context.name ?? '-'} (${context.server})`,
+      contextLine(context),
     ];
     await write(io.stdout, `${lines.map(escapeText).join('\n')}\n`);
   }

@@ -35,11 +35,18 @@ export interface Connection {
   insecure: boolean;
   ca: string | undefined;
   contextName: string | undefined;
+  /** Where `server` came from: --server and QUEEN_SERVER override the context's. */
+  serverFrom: ServerSource;
+  /** The context's own server, when it names one (overridden or not). */
+  contextServer: string | undefined;
   /** To say on stderr before anything is sent: the token or the broker at risk. */
   warnings: string[];
   /** -v: where each setting came from. */
   notes: string[];
 }
+
+/** Which setting named the broker, highest precedence first. */
+export type ServerSource = '--server' | 'QUEEN_SERVER' | 'context' | 'default';
 
 export interface ResolveOptions {
   platform?: NodeJS.Platform;
@@ -120,14 +127,14 @@ export async function resolveConnection(
   const context = chosen ? findContext(config, chosen.name, `from ${chosen.how}`, fix) : undefined;
   if (chosen) notes.push(`context ${JSON.stringify(chosen.name)} from ${chosen.how}`);
 
-  const [serverSpec, serverHow] =
+  const [serverSpec, serverHow, serverFrom]: [string, string, ServerSource] =
     flagServer !== undefined
-      ? [flagServer, '--server']
+      ? [flagServer, '--server', '--server']
       : envServer !== undefined
-        ? [envServer, 'QUEEN_SERVER']
+        ? [envServer, 'QUEEN_SERVER', 'QUEEN_SERVER']
         : context?.server !== undefined
-          ? [context.server, `context ${JSON.stringify(context.name)}`]
-          : [DEFAULT_SERVER, 'the default'];
+          ? [context.server, `context ${JSON.stringify(context.name)}`, 'context']
+          : [DEFAULT_SERVER, 'the default', 'default'];
   const servers = parseServers(serverSpec, serverHow);
   notes.push(`server ${servers.join(', ')} from ${serverHow}`);
 
@@ -182,6 +189,8 @@ export async function resolveConnection(
     insecure,
     ca,
     contextName: context?.name,
+    serverFrom,
+    contextServer: context?.server,
     warnings,
     notes,
   };

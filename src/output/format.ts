@@ -3,6 +3,7 @@
  * (contract: "table on a terminal, else json"), or what `-o jsonpath=<expr>` selects of the JSON.
  */
 import { UsageError } from '../exit.js';
+import { closestWord } from './closest.js';
 import type { JsonPathTemplate } from './jsonpath.js';
 
 export const OUTPUT_FORMATS = ['table', 'wide', 'json', 'ndjson', 'yaml', 'name'] as const;
@@ -31,8 +32,27 @@ export async function resolveFormat(flag: string | undefined, stdoutIsTTY: boole
   }
   throw new UsageError(
     `-o/--output takes ${OUTPUT_FORMATS.join(', ')} or jsonpath=<expr>, not ${JSON.stringify(flag)}`,
-    flag === 'jsonpath' ? "give the expression after an =: -o jsonpath='{.leaseId}'" : undefined,
+    flag === 'jsonpath' ? "give the expression after an =: -o jsonpath='{.leaseId}'" : formatSuggestion(flag),
   );
+}
+
+/**
+ * `did you mean -o table?` for a format mistyped (`tabel`, `JSON`, `yml`), and for a mistyped
+ * `jsonpath=` (`jsonpth={.leaseId}`); undefined when nothing is close.
+ */
+function formatSuggestion(flag: string): string | undefined {
+  const equals = flag.indexOf('=');
+  if (equals > 0) {
+    const named = closestWord(flag.slice(0, equals), ['jsonpath']);
+    return named && shellSafe(flag) ? `did you mean -o ${named}${flag.slice(equals)}?` : undefined;
+  }
+  const named = closestWord(flag, OUTPUT_FORMATS);
+  return named ? `did you mean -o ${named}?` : undefined;
+}
+
+/** A jsonpath expression repeated in a hint only when it is plain printable text. */
+function shellSafe(text: string): boolean {
+  return /^[\x20-\x7e]*$/.test(text);
 }
 
 export type MachineFormat = Extract<OutputFormat, 'json' | 'ndjson' | 'yaml'> | JsonPathFormat;

@@ -18,15 +18,17 @@ export interface SizedStream {
 }
 
 /**
- * The width of the terminal `stream` is, or undefined when it is no terminal (a pipe, a file):
- * output there is never fitted, so scripts read every column. `COLUMNS` is honoured first, as
- * ls, gh and Python's shutil do, then the width the terminal reports. `COLUMNS` is outside text:
- * only a plain number from 1 to 10000 counts.
+ * The width output for people on `stream` is fitted to, or undefined: not fitted. `COLUMNS` comes
+ * first, wherever the stream goes, as POSIX has it (the user's preferred width) and as ls -C and
+ * Python's shutil read it: watch(1) runs a command with stdout and stderr a pipe and says the
+ * width of its screen in COLUMNS. Without it, a terminal's own width, and undefined for a pipe
+ * or a file, so that what scripts read is never cut (docs/cli-contract.md#fitting-the-terminal).
+ * `COLUMNS` is outside text: only a plain number from 1 to 10000 counts.
  */
 export function terminalWidth(stream: SizedStream, env: NodeJS.ProcessEnv): number | undefined {
-  if (!stream.isTTY) return undefined;
   const fromEnv = env.COLUMNS;
   if (fromEnv !== undefined && /^[1-9]\d{0,4}$/.test(fromEnv) && Number(fromEnv) <= 10000) return Number(fromEnv);
+  if (!stream.isTTY) return undefined;
   const reported = stream.columns;
   return typeof reported === 'number' && Number.isInteger(reported) && reported > 0 ? reported : DEFAULT_TERMINAL_WIDTH;
 }

@@ -52,6 +52,29 @@ export function retryNote(leaseId: string, message: string, attempt: number, ret
   return `queenctl: ${escapeText(leaseId)}: ${escapeText(message)}; ${retry}\n`;
 }
 
+/**
+ * Why a file could not be read, in words, for the errors people meet most (a path mistyped, a
+ * file of another user, a directory given for a file); the rarer ones keep their errno, which is
+ * what a search finds.
+ */
+const READ_FAILURE_WORDS: Record<string, string> = {
+  ENOENT: 'no such file',
+  ENOTDIR: 'no such file (a part of its path is a file, not a directory)',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EISDIR: 'it is a directory, not a file',
+  ELOOP: 'too many levels of symbolic links (a link that points back at itself?)',
+  ENAMETOOLONG: 'the name is too long',
+  EMFILE: 'too many files open',
+  ENFILE: 'too many files open',
+};
+
+/** `no such file` and the like for a common errno; undefined for the rest. */
+export function readFailureWords(error: unknown): string | undefined {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === undefined ? undefined : READ_FAILURE_WORDS[code];
+}
+
 /** What an errno means to someone choosing another place for a file, in a few words. */
 const FILE_SYSTEM_REASONS: Record<string, string> = {
   ENOENT: 'the file system there takes no new entries (ENOENT)',

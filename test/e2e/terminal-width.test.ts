@@ -179,14 +179,41 @@ describe('output on a terminal fits its width', () => {
     assert.equal(result.stderr, '');
   });
 
-  it('-o table into a pipe keeps every column, whatever COLUMNS says', async () => {
+  it('-o table into a pipe keeps every column when COLUMNS is not set', async () => {
     const { held } = leases();
     const result = await runInProcess(['lease', 'extend', held, '-o', 'table', '--server', sim.url], {
-      env: { COLUMNS: '60' },
+      env: { COLUMNS: undefined },
     });
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^LEASE ID {3,}RENEWED {3,}newExpiresAt {3,}expiresAt {3,}lease_expires_at {3,}LEFT$/m);
     assert.match(result.stdout, /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z {3}\d{4}/);
     assert.equal(result.stderr, '');
+  });
+
+  // watch(1) runs a command with stdout and stderr a pipe, and says its screen's width in COLUMNS
+  // (issue 39): the table and the lines for people fit it there as on a terminal.
+  it('COLUMNS counts in a pipe too: -o table and its note fit it, as under watch(1)', async () => {
+    const { held } = leases();
+    const result = await runInProcess(['lease', 'extend', held, '-o', 'table', '--server', sim.url], {
+      env: { COLUMNS: '60' },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assertFits(result, 60);
+    assert.match(result.stdout, new RegExp(`^${held} +2 +\\d`, 'm'), 'the lease id and the verdict whole');
+    assert.match(result.stderr, /^queenctl: 3 columns hidden(?: to fit 60 columns)?; -o wide shows all\n$/);
+  });
+
+  it('lease watch under watch(1): its lines on stderr fit COLUMNS', async () => {
+    const { held } = leases();
+    const args = ['lease', 'watch', held, '--for', '300ms', '-o', 'table', '--server', sim.url];
+    const fitted = await runInProcess(args, { env: { COLUMNS: '60' }, timeoutMs: 20_000 });
+    assert.equal(fitted.code, 0, fitted.stderr);
+    assert.match(fitted.stderr, /renewed/);
+    assertFits(fitted, 60);
+    const unset = await runInProcess(args, { env: { COLUMNS: undefined }, timeoutMs: 20_000 });
+    assert.ok(
+      unset.stderr.split('\n').some((line) => stringWidth(line) > 60),
+      `without COLUMNS the lines are as long as they are:\n${unset.stderr}`,
+    );
   });
 });

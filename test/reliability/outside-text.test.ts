@@ -378,7 +378,7 @@ describe('outside text reaches people escaped', () => {
             format: 'table',
             noHeaders: false,
             timeoutMs: 1000,
-            context: { name: said.version, server: SERVER },
+            context: { name: said.version, server: SERVER, serverFrom: 'context', contextServer: SERVER },
           },
           { io: versioned, client, clock: instantClock, signal },
         );

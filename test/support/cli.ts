@@ -133,8 +133,9 @@ export interface RunningProcess {
 export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('QUEEN_') && key !== 'NO_COLOR' && key !== 'FORCE_COLOR' && !key.startsWith('NODE_TEST'))
-      env[key] = value;
+    // COLUMNS and LINES fit output for people even in a pipe: a test that wants them sets them.
+    const dropped = key === 'NO_COLOR' || key === 'FORCE_COLOR' || key === 'COLUMNS' || key === 'LINES';
+    if (!key.startsWith('QUEEN_') && !dropped && !key.startsWith('NODE_TEST')) env[key] = value;
   }
   env.HOME = EMPTY_HOME;
   for (const [key, value] of Object.entries(extra)) {

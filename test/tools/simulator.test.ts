@@ -1235,6 +1235,19 @@ describe('main.ts (the simulator as its own process)', () => {
     assert.equal(stdout.split('\n').length, 2, 'exactly one line');
   });
 
+  it('--help prints its usage and every option on stdout, and exits 0 without listening', async () => {
+    for (const flag of ['--help', '-h']) {
+      const { code, stdout, stderr } = await runProcess(process.execPath, [main, flag], { exit: 0 });
+      assert.equal(code, 0, stderr);
+      assert.equal(stderr, '');
+      assert.match(stdout, /^usage: main\.js \[--port N\]/);
+      for (const option of ['--port', '--host', '--shape', '--token', '--clock-offset', '--no-log', '--help']) {
+        assert.match(stdout, new RegExp(`^ {2}(-h, )?${option}\\b`, 'm'), `${flag} documents ${option}`);
+      }
+      assert.doesNotMatch(stdout, /^\{"url":/m, 'it does not start');
+    }
+  });
+
   it('exits 1 with a message on stderr for a bad flag', async () => {
     const { code, stderr } = await runProcess(process.execPath, [main, '--shape', 'xml'], { exit: 1 });
     assert.equal(code, 1);

@@ -48,6 +48,22 @@ const resolve = (
     { platform, ...(runSecretTool ? { runSecretTool } : {}) },
   );
 
+describe("which setting named the server, and the context's own (version says both: issue 39)", () => {
+  it('the context, QUEEN_SERVER over it, --server over both', async () => {
+    const fromContext = await resolve({});
+    assert.deepEqual([fromContext.serverFrom, fromContext.contextServer], ['context', 'http://a.local:6632']);
+    const fromEnv = await resolve({}, { QUEEN_SERVER: 'http://localhost:9' });
+    assert.deepEqual(
+      [fromEnv.server, fromEnv.serverFrom, fromEnv.contextServer],
+      ['http://localhost:9', 'QUEEN_SERVER', 'http://a.local:6632'],
+    );
+    const fromFlag = await resolve({ server: 'http://localhost:8' }, { QUEEN_SERVER: 'http://localhost:9' });
+    assert.deepEqual([fromFlag.server, fromFlag.serverFrom], ['http://localhost:8', '--server']);
+    const noServer = await resolve({ context: 'vault' }, {}, async () => ({ code: 0, stdout: 'token-v', stderr: '' }));
+    assert.deepEqual([noServer.serverFrom, noServer.contextServer], ['default', undefined]);
+  });
+});
+
 describe('precedence: file, QUEEN_CONTEXT, --context, env, flags', () => {
   const cases: Array<[string, ConnectionFlags, NodeJS.ProcessEnv, string, string | undefined]> = [
     ["the file's current-context", {}, {}, 'http://a.local:6632', 'token-a'],

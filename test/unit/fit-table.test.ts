@@ -160,8 +160,11 @@ describe('fitTable', () => {
 });
 
 describe('terminal width and text', () => {
-  it('terminalWidth: none off a terminal, COLUMNS first, then what the terminal reports, else 80', () => {
-    assert.equal(terminalWidth({ isTTY: false, columns: 120 }, { COLUMNS: '60' }), undefined);
+  it('terminalWidth: COLUMNS first, on a terminal or not; then what a terminal reports, else 80', () => {
+    assert.equal(terminalWidth({ isTTY: false, columns: 120 }, { COLUMNS: '60' }), 60, 'watch(1): a pipe, and COLUMNS');
+    assert.equal(terminalWidth({ isTTY: false, columns: 120 }, {}), undefined, 'a pipe: not fitted');
+    for (const junk of ['', '0', '60x', '99999999'])
+      assert.equal(terminalWidth({ isTTY: false }, { COLUMNS: junk }), undefined, junk);
     assert.equal(terminalWidth({ isTTY: true, columns: 120 }, { COLUMNS: '60' }), 60);
     assert.equal(terminalWidth({ isTTY: true, columns: 120 }, {}), 120);
     assert.equal(terminalWidth({ isTTY: true }, {}), 80);

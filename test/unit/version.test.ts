@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Health } from '../../src/broker/health.js';
 import { BUILD_INFO } from '../../src/build-info.js';
-import { type Build, runVersion, runVersionShort, versionLine } from '../../src/commands/version.js';
+import {
+  type Build,
+  contextLine,
+  runVersion,
+  runVersionShort,
+  type VersionContext,
+  versionLine,
+} from '../../src/commands/version.js';
 import { BrokerError, UsageError } from '../../src/exit.js';
 import { resolveFormat } from '../../src/output/format.js';
 import { bufferIO, FakeClock } from '../support/fakes.js';
@@ -43,7 +50,12 @@ function broker(answer: Health | BrokerError) {
   };
 }
 
-const context = { name: 'prod', server: 'http://broker:6632' };
+const context: VersionContext = {
+  name: 'prod',
+  server: 'http://broker:6632',
+  serverFrom: 'context',
+  contextServer: 'http://broker:6632',
+};
 
 describe('version: the first line', () => {
   it('names the version, commit, build date and Node; - for what the build does not know', () => {
@@ -85,6 +97,29 @@ describe('version --short', () => {
 
   it('refuses -o name', async () => {
     await assert.rejects(runVersionShort({ build: npm, format: 'name' }, bufferIO()), UsageError);
+  });
+});
+
+describe('version names the server used, and where it came from (issue 39)', () => {
+  it("the context's own server: as before", () => {
+    assert.equal(contextLine(context), 'context: prod (http://broker:6632)');
+    assert.equal(
+      contextLine({ name: null, server: 'http://localhost:6632', serverFrom: 'default', contextServer: null }),
+      'context: - (http://localhost:6632)',
+    );
+  });
+
+  it("QUEEN_SERVER or --server over the context: the server used, which setting, and the context's own", () => {
+    const overridden = { ...context, server: 'http://127.0.0.1:7000', serverFrom: 'QUEEN_SERVER' as const };
+    assert.equal(
+      contextLine(overridden),
+      "context: prod (server http://127.0.0.1:7000 from QUEEN_SERVER, not the context's http://broker:6632)",
+    );
+    assert.equal(
+      contextLine({ name: null, server: 'http://127.0.0.1:7000', serverFrom: '--server', contextServer: null }),
+      'context: - (http://127.0.0.1:7000)',
+      'no context, or one without a server: nothing was overridden',
+    );
   });
 });
 

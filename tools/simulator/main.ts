@@ -2,7 +2,7 @@
  * Runs a broker simulator as its own process:
  *
  *   node dist/tools/simulator/main.js [--port N] [--host H] [--shape documented|array]
- *     [--token TOKEN=ROLE[:TENANT]]... [--clock-offset MS] [--no-log]
+ *     [--token TOKEN=ROLE[:TENANT]]... [--clock-offset MS] [--no-log] [-h | --help]
  *
  * Once listening it prints exactly one line of JSON, `{"url":"http://127.0.0.1:PORT"}`, and runs
  * until SIGINT or SIGTERM. Drive it through its control interface (control.ts). A negative clock
@@ -14,6 +14,27 @@ import { startSimulator, type Shape, type SimulatorOptions, type TokenGrant } fr
 const USAGE =
   'usage: main.js [--port N] [--host H] [--shape documented|array] ' +
   '[--token TOKEN=ROLE[:TENANT]]... [--clock-offset MS] [--no-log]';
+
+/** What `--help` prints on stdout: the usage line, then each option. */
+const HELP = `${USAGE}
+
+A Queen MQ broker simulator for queenctl's tests and demos. Once listening it prints one line of
+JSON, {"url":"http://127.0.0.1:PORT"}, and runs until SIGINT or SIGTERM; drive it through its
+control routes (tools/simulator/control.ts).
+
+Options:
+  --port N                  port to listen on, 0 to 65535 (default 0: a free port)
+  --host H                  address to listen on (default 127.0.0.1)
+  --shape documented|array  how extend answers: the documented object, or the older broker's
+                            one-element array (default documented)
+  --token TOKEN=ROLE[:TENANT]
+                            accept TOKEN as a bearer token of ROLE (read-only, read-write or admin),
+                            in TENANT if given; repeatable. Without it, no token is needed
+  --clock-offset MS         the broker's clock runs MS milliseconds ahead of this machine's
+                            (negative: behind; write it --clock-offset=-5000)
+  --no-log                  keep no request log
+  -h, --help                print this help and exit 0
+`;
 
 class UsageError extends Error {}
 
@@ -41,7 +62,8 @@ function token(text: string): [string, TokenGrant] {
   return [name, tenant === undefined || tenant === '' ? { role } : { role, tenant }];
 }
 
-function parseOptions(argv: string[]): SimulatorOptions {
+/** The options to start with, or `help` when asked for it. */
+function parseOptions(argv: string[]): SimulatorOptions | 'help' {
   const { values } = parseArgs({
     args: argv,
     strict: true,
@@ -53,8 +75,10 @@ function parseOptions(argv: string[]): SimulatorOptions {
       token: { type: 'string', multiple: true },
       'clock-offset': { type: 'string' },
       'no-log': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
+  if (values.help === true) return 'help';
   const opts: SimulatorOptions = {};
   if (values.port !== undefined) opts.port = integer('--port', values.port, 0, 65535);
   if (values.host !== undefined) opts.host = values.host;
@@ -73,12 +97,16 @@ function parseOptions(argv: string[]): SimulatorOptions {
 }
 
 async function main(): Promise<void> {
-  let opts: SimulatorOptions;
+  let opts: SimulatorOptions | 'help';
   try {
     opts = parseOptions(process.argv.slice(2));
   } catch (err) {
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n${USAGE}\n`);
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n${USAGE}\n(--help lists the options)\n`);
     process.exit(1);
+  }
+  if (opts === 'help') {
+    process.stdout.write(HELP);
+    return;
   }
   const simulator = await startSimulator(opts);
   const stop = (): void => {

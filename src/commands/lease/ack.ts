@@ -28,6 +28,7 @@ import { recordSink } from '../../output/records.js';
 import { loadStyle } from '../../output/style.js';
 import { tableFor, type TonedCell } from '../../output/table.js';
 import { writeMessage } from '../../output/width.js';
+import { readFailureWords } from '../../output/words.js';
 import { flagParser, type GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { exitCodesHelp, retriesOption } from './options.js';
@@ -181,8 +182,15 @@ export async function readBatchText(
     return { text: await readCapped(createReadStream(batchFile), source), source };
   } catch (error) {
     if (error instanceof UsageError) throw error;
+    // The common failures in words, as ls and cat say them (`no such file: missing.json`); the
+    // rest by their errno.
+    const words = readFailureWords(error);
     const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    throw new UsageError(`cannot read the batch record ${source}: ${code}; nothing was sent`);
+    throw new UsageError(
+      `${words ? `${words}: ${source}` : `cannot read the batch record ${source}: ${code}`}; nothing was sent`,
+      'lease ack reads the batch record lease acquire -o json wrote: give its path, or - to read it from ' +
+        'standard input',
+    );
   }
 }
 
