@@ -54,7 +54,7 @@ it('npm run demo: every step runs, in order, exits as it says, and prints what t
   const block = parseMarkdown(readme, 'docs/tour.md').find((candidate) =>
     candidate.commands.some((command) => command.text.startsWith('queenctl lease run reports ')),
   );
-  assert.ok(block?.skip, "docs/tour.md shows step 13 in a block the doc tests skip");
+  assert.ok(block?.skip, 'docs/tour.md shows step 13 in a block the doc tests skip');
   const [lost, acquired] = block.commands;
   assert.ok(lost && acquired && lost.expectedOutput && acquired.expectedOutput, 'step 13 shows both outputs');
   assert.equal(lost.expectedCode, 4);
