@@ -24,9 +24,9 @@ describe('in-process runner', () => {
     assert.equal(piped.code, 0);
     assert.match(piped.stdout, /^Usage: queenctl lease extend/);
     // Off a terminal, commander wraps at 80; on one, at its width.
-    const serverLine = (text: string): string => text.split('\n').find((line) => line.includes('--server <url>')) ?? '';
-    assert.ok(serverLine(piped.stdout).length <= 80, piped.stdout);
-    assert.ok(serverLine(wide.stdout).length > 80, wide.stdout);
+    const retriesLine = (text: string): string => text.split('\n').find((line) => line.includes('--retries <n>')) ?? '';
+    assert.ok(retriesLine(piped.stdout).length <= 80, piped.stdout);
+    assert.ok(retriesLine(wide.stdout).length > 80, wide.stdout);
   });
 
   it('runs in the clean environment: no QUEEN_* of this process, a HOME without ~/.queen', async () => {
