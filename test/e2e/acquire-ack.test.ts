@@ -3,10 +3,10 @@
  * and ack routes (docs/cli-contract.md#lease-acquire, #lease-ack), one test per rule.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { beforeEach, describe, it } from 'node:test';
 import type { Simulator } from '../../tools/simulator/index.js';
 import { runInProcess, type InProcessOptions } from '../support/in-process.js';
@@ -97,6 +97,20 @@ describe('lease acquire', () => {
     assert.doesNotMatch(result.stdout, /\u001b/, 'a control character from a message never reaches the terminal');
     assert.match(result.stdout, /evil\\u001b\[2Jline/);
     assert.equal(head, '');
+  });
+
+  it('a batch shown as tables says how to ack it: its record kept privately, removed once acked', async () => {
+    queueWith(2);
+    const taken = await lease(['acquire', queue, '--batch', '5'], { stdoutIsTTY: true, columns: 200 });
+    assert.equal(taken.code, 0, taken.stderr);
+    const [, kept = ''] = /^queenctl: to ack this batch .*:\n {2}queenctl lease ack (\S+)\n/m.exec(taken.stderr) ?? [];
+    assert.match(kept, /queenctl-batch-\w{6}\/batch\.json$/, taken.stderr);
+    assert.equal(statSync(kept).mode & 0o777, 0o600);
+    assert.equal(statSync(dirname(kept)).mode & 0o777, 0o700);
+    const acked = await lease(['ack', kept]);
+    assert.equal(acked.code, 0, acked.stderr);
+    assert.equal(sim.queue(queue)?.groups.__QUEUE_MODE__?.p1?.pending, 0, 'acked from what the screen said');
+    assert.equal(existsSync(dirname(kept)), false, 'the kept record is removed once every message is acked');
   });
 
   it('-o name prints the lease id alone', async () => {

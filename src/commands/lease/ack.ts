@@ -5,7 +5,8 @@
  * HTTP 200. There is no way to ack without the lease id (docs/runbooks.md says why), and an ack
  * is sent once: one whose outcome is unknown exits 2 and is never resent (broker/ack.ts).
  */
-import { createReadStream, statSync } from 'node:fs';
+import { createReadStream, rmSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { Command, Option } from 'commander';
 import type { StdinLike } from '../../args.js';
 import {
@@ -31,6 +32,7 @@ import { writeMessage } from '../../output/width.js';
 import { readFailureWords } from '../../output/words.js';
 import { flagParser, type GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
+import { KEPT_BATCH } from './acquire.js';
 import { exitCodesHelp, retriesOption } from './options.js';
 
 /** `--error` travels in the request and is stored by the broker: a reason, not a document. */
@@ -274,7 +276,11 @@ export async function runAck(options: AckOptions, runtime: AckRuntime): Promise<
   }
   await printAck(acked, options, runtime);
   const refusal = ackRefusal(acked);
-  if (refusal === null) return ExitCode.Ok;
+  if (refusal === null) {
+    // The record acquire kept of a batch it printed as tables: every message acked, it is done.
+    if (KEPT_BATCH.test(options.batchFile)) rmSync(dirname(options.batchFile), { recursive: true, force: true });
+    return ExitCode.Ok;
+  }
   await writeMessage(io, `queenctl: ${refusal}\n`);
   return ExitCode.NotHeld;
 }

@@ -5,6 +5,9 @@
  * which by the later-of rule leaves the queue's lease time in place (docs/broker.md#later-of-rule);
  * either way the answer gives the expiry, which a pop's answer does not.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { parseCount, parseSeconds } from '../../args.js';
 import { batchRecordText, jsonDepth, jsonText, type BatchMessage, type BatchRecord } from '../../broker/batch.js';
@@ -22,7 +25,7 @@ import { escapeText, shortened } from '../../output/sanitise.js';
 import { recordSink } from '../../output/records.js';
 import { tableFor } from '../../output/table.js';
 import { writeMessage } from '../../output/width.js';
-import { errorMessage, warningMessage } from '../../output/words.js';
+import { errorMessage, shellWord, warningMessage } from '../../output/words.js';
 import { flagParser, type GlobalContext } from '../globals.js';
 import type { Runtime } from '../runtime.js';
 import { groupLabel, partitionSummary } from './list.js';
@@ -402,6 +405,35 @@ async function printBatch(
   // One note for both tables: the first says it, with the most columns hidden.
   const note = [summary.note, messages.note].sort((a, b) => b.length - a.length)[0];
   if (note) await write(io.stderr, note);
+  // A table is no record lease ack can read: keep the record, and say how to ack this batch.
+  await writeMessage(io, `queenctl: ${ackLine(record)}\n`);
+}
+
+/** The prefix of the private directory that keeps the record of a batch taken as a table. */
+export const KEPT_BATCH_PREFIX = 'queenctl-batch-';
+/** The kept record's path, as `lease ack` recognises it (and removes it once all is acked). */
+export const KEPT_BATCH = /[/]queenctl-batch-[A-Za-z0-9]{6}[/]batch\.json$/;
+
+/**
+ * Keeps the record of a batch printed as tables in a directory made new for it (mode 0700, the
+ * file 0600, created new: no link followed), and says how to ack the batch from it; or, when it
+ * cannot be kept, how to take a batch so that it can be acked.
+ */
+function ackLine(record: BatchRecord): string {
+  try {
+    const dir = mkdtempSync(join(tmpdir(), KEPT_BATCH_PREFIX));
+    const file = join(dir, 'batch.json');
+    writeFileSync(file, `${batchRecordText(record)}\n`, { mode: 0o600, flag: 'wx' });
+    // The command on a line of its own: copied whole from a narrow terminal.
+    return `to ack this batch (its record is kept where only you can read it):\n  queenctl lease ack ${shellWord(file)}`;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    return (
+      `its record could not be kept (${escapeText(code)}), and a table is nothing lease ack can read: it holds ` +
+      `its messages for the queue's lease time; next time take a batch with -o json > batch.json, then ` +
+      `queenctl lease ack batch.json`
+    );
+  }
 }
 
 /**
