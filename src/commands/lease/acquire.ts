@@ -425,7 +425,8 @@ function ackLine(record: BatchRecord): string {
     const file = join(dir, 'batch.json');
     writeFileSync(file, `${batchRecordText(record)}\n`, { mode: 0o600, flag: 'wx' });
     // The command on a line of its own: copied whole from a narrow terminal.
-    return `to ack this batch (its record is kept where only you can read it):\n  queenctl lease ack ${shellWord(file)}`;
+    const kept = 'to ack this batch (its record is kept where only you can read it)';
+    return `${kept}:\n  queenctl lease ack ${shellWord(file)}`;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     return (
