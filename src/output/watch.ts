@@ -214,8 +214,17 @@ export function eventWords(event: WatchEvent, commandStarted = true): string {
   }
 }
 
-/** What losing a lease means, said once per run after the first loss. */
-export function lostMeaning(): string {
+/**
+ * What losing a lease means, said once per run after the first loss. A lease whose expiry passed
+ * while the broker failed is not "expired, released, or another tenant's": queenctl saw why.
+ */
+export function lostMeaning(event?: LostEvent): string {
+  if (event?.reason === 'expired' && event.detail) {
+    return (
+      `  It expired while the broker did not renew it (${event.detail}): the batch is no longer held,\n` +
+      `  and another worker may take it once the broker answers.\n  ${LOST_LEASE_ACTION}\n`
+    );
+  }
   return `  ${lostLeaseMeaning(false)}\n  ${LOST_LEASE_ACTION}\n`;
 }
 
@@ -428,10 +437,10 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
   const text = width === undefined ? undefined : await loadTerminalText();
   const fitted = (said: string): string => (width === undefined || !text ? said : wrapMessage(said, width, text));
   let explainedLoss = false;
-  const explainLoss = (): void => {
+  const explainLoss = (event?: LostEvent): void => {
     if (explainedLoss) return;
     explainedLoss = true;
-    stderr.write(fitted(lostMeaning()));
+    stderr.write(fitted(lostMeaning(event)));
   };
 
   if (mode === 'events' || mode === 'yaml' || mode === 'quiet') {
@@ -445,7 +454,7 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
         // lease's watch are summed up once by the command instead of once per lease.
         if (event.event !== 'lost') return;
         stderr.write(fitted(line(words(event))));
-        explainLoss();
+        explainLoss(event);
       },
       warn: (text) => void (!options.quiet && stderr.write(line(`warning: ${text}`))),
       note: () => {},
@@ -464,7 +473,7 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
     return {
       event(event) {
         stderr.write(fitted(line(`${timeOf(event.at)} ${words(event)}`)));
-        if (event.event === 'lost') explainLoss();
+        if (event.event === 'lost') explainLoss(event);
         if (event.event === 'outage') outageTimer ??= setInterval(stillDown, OUTAGE_REFRESH_MS).unref();
         if (event.event === 'recovered') outageTimer = void clearInterval(outageTimer);
       },
@@ -515,7 +524,7 @@ export async function watchRenderer(options: WatchRendererOptions): Promise<Watc
         (event.event === 'stopped' && (event.reason === 'error' || event.neverRenewed === true));
       const paint = bad ? style.bad : event.event === 'retry' ? style.warn : (plain: string) => plain;
       above(line(`${timeOf(event.at)} ${said}`, paint));
-      if (event.event === 'lost') explainLoss();
+      if (event.event === 'lost') explainLoss(event);
       refresh();
     },
     warn: (text) => above(line(`warning: ${text}`, style.warn)),
@@ -589,7 +598,7 @@ async function summaryRenderer(options: WatchRendererOptions, env: NodeJS.Proces
       above(line(`${timeOf(event.at)} ${words(event)}`, bad ? style.bad : (plain: string) => plain));
       if (event.event === 'lost' && !explainedLoss) {
         explainedLoss = true;
-        above(lostMeaning());
+        above(lostMeaning(event));
       }
     },
     warn: (text) => above(line(`warning: ${text}`, style.warn)),

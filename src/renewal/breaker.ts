@@ -28,6 +28,8 @@ export class OutageBreaker {
   private readonly failing = new Set<string>();
   /** When the failures in a row began: an answer to a request sent before says nothing of now. */
   private failingSince: number | null = null;
+  /** When the earliest request of the failures so far was sent: the outage's start, for its length. */
+  private downSince: number | null = null;
   private openedAt: number | null = null;
   private probeInFlight = false;
   private failedProbes = 0;
@@ -63,9 +65,12 @@ export class OutageBreaker {
    * caller reports the outage once. `watching`: one lease alone cannot tell its own trouble
    * from the broker's, so it never opens the breaker.
    */
-  failed(leaseId: string, error: string, now: number, watching: number): boolean {
+  failed(leaseId: string, error: string, now: number, watching: number, sentAt: number = now): boolean {
     if (this.openedAt !== null) return false;
     this.failingSince ??= now;
+    // The broker stopped answering when the first request that failed was sent, not when its
+    // timeout ran out: a freeze of 12 s behind a 10 s timeout is 12 s down, not 2.
+    this.downSince = Math.min(this.downSince ?? sentAt, sentAt);
     this.failing.add(leaseId);
     this.lastError = error;
     if (watching < 2 || this.failing.size < Math.min(this.options.tripLeases, watching)) return false;
@@ -85,8 +90,10 @@ export class OutageBreaker {
     this.failing.clear();
     this.failingSince = null;
     this.probeInFlight = false;
+    const since = this.downSince ?? this.openedAt;
+    this.downSince = null;
     if (this.openedAt === null) return null;
-    const downMs = now - this.openedAt;
+    const downMs = now - Math.min(since ?? this.openedAt, this.openedAt);
     this.openedAt = null;
     return downMs;
   }

@@ -617,7 +617,7 @@ export class RenewalScheduler {
   private outageFailure(lease: LeaseState, now: number, sentAt: number, error: BrokerError, probe: boolean): boolean {
     if (!this.breaker.isOpen) {
       this.concurrency.record({ sentAt, now, outcome: 'overloaded', waiting: this.ready.size > 0 });
-      if (!this.breaker.failed(lease.leaseId, error.message, now, this.watching)) return false;
+      if (!this.breaker.failed(lease.leaseId, error.message, now, this.watching, sentAt)) return false;
       this.observer.event({
         event: 'outage',
         at: this.at(now),

@@ -94,3 +94,19 @@ describe('outage breaker: probes', () => {
     assert.ok(breaker.probeDue(500));
   });
 });
+
+describe('outage breaker: how long the broker was down', () => {
+  it('from when the first failing request was sent, not when its timeout ran out', () => {
+    // A freeze: requests sent at 0 s time out at 10 s, the broker answers again at 12 s.
+    const breaker = new OutageBreaker(DEFAULT_BREAKER, () => 1);
+    breaker.failed('a', 'no answer within 10s', 10 * S, 2_000, 0);
+    breaker.failed('b', 'no answer within 10s', 10 * S, 2_000, 0.1 * S);
+    assert.equal(breaker.failed('c', 'no answer within 10s', 10 * S, 2_000, 0.2 * S), true);
+    assert.equal(breaker.answered(12 * S, 11.5 * S), 12 * S, '12 s down, not the 2 s since it opened');
+    // A refusal is known at once: sent and failed alike.
+    breaker.failed('a', REFUSED, 20 * S, 2_000);
+    breaker.failed('b', REFUSED, 20 * S, 2_000);
+    breaker.failed('c', REFUSED, 20 * S, 2_000);
+    assert.equal(breaker.answered(23 * S, 22 * S), 3 * S);
+  });
+});

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import {
+  lostMeaning,
   printsEvents,
   spinnerText,
   watchOutputMode,
@@ -230,5 +231,22 @@ describe('watch output: renderers', () => {
       spinnerText({ ...status, renewals: 0, earliestDeadline: null, nextRenewalAt: null }, now, 1, 'L1'),
       'lease L1: 0 renewals, not renewed yet',
     );
+  });
+});
+
+describe('what a loss means', () => {
+  it('an expiry passed behind broker errors is said as such, never "another tenant"', () => {
+    const at = '2026-12-04T00:00:00.000Z';
+    const behind = lostMeaning({
+      event: 'lost',
+      leaseId: 'l',
+      at,
+      reason: 'expired',
+      detail: 'HTTP 503 (13s of them)',
+    });
+    assert.match(behind, /expired while the broker did not renew it \(HTTP 503 \(13s of them\)\)/);
+    assert.doesNotMatch(behind, /tenant/);
+    const refused = lostMeaning({ event: 'lost', leaseId: 'l', at, reason: 'not-renewed', detail: null });
+    assert.match(refused, /another tenant/);
   });
 });

@@ -111,8 +111,8 @@ Examples:
   queenctl lease list --queue orders --partition p7
   queenctl lease list --group billing --expiry
   queenctl lease list --expiring-within 10m -o json
-  queenctl lease list --queue orders -o name | queenctl lease extend - --seconds 600
-  queenctl lease list --group billing -o name | queenctl lease watch - -- ./nightly-reprocess.sh
+  queenctl lease list --queue orders -o name | queenctl lease extend - --allow-empty --seconds 600
+  queenctl lease list --group billing -o name | queenctl lease watch - --allow-empty -- ./nightly-reprocess.sh
   queenctl lease list --queue orders --watch
   queenctl lease list --watch --interval 10s -o ndjson | jq -c 'select(.event == "removed")'`,
     )
