@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { runInProcess } from '../support/in-process.js';
 import { hasTmux, maskedRows, masks, runOnScreen, type ScreenRun, widestLine } from '../support/pty.js';
@@ -185,7 +185,11 @@ describe('terminal snapshots', {
   skip: hasTmux ? false : 'needs tmux (.ci/packages installs it)',
 }, () => {
   const widest: string[] = [];
+  // Under /tmp itself, not this process's temporary root: /tmp/queenctl-snap-XXXXXX is as long
+  // everywhere.
+  const scratch = mkdtempSync('/tmp/queenctl-snap-');
   after(() => {
+    rmSync(scratch, { recursive: true, force: true });
     const out = process.env.QUEENCTL_SNAPSHOT_WIDTHS;
     if (out) writeFileSync(out, `${widest.join('\n')}\n`);
   });
@@ -199,7 +203,9 @@ describe('terminal snapshots', {
             args,
             cols,
             exit,
-            env: { QUEEN_SERVER: sim.url },
+            // A temporary directory of the same length on every machine: a path on the screen
+            // (lease acquire's kept record) wraps alike; its random part is masked (pty.ts).
+            env: { QUEEN_SERVER: sim.url, TMPDIR: scratch },
             files: (await files?.(sim)) ?? {},
             ...(interrupt && { interrupt: { when: interrupt(sim), keys: 'C-c' } }),
           });

@@ -281,8 +281,8 @@ export interface Mask {
  *   theirs at random) becomes `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxx001`, numbered by first
  *   appearance on the screen, so the same id is the same mask throughout.
  *
- * - `kept-batch`: the random part of the directory `lease acquire` keeps a batch's record in (the
- *   pane's temporary directory is /tmp: TMPDIR is not kept) becomes `XXXXXX`.
+ * - `kept-batch`: the random parts of the directory `lease acquire` keeps a batch's record in, and
+ *   of the pane's temporary directory (/tmp/queenctl-snap-XXXXXX), become `XXXXXX`.
  * - `spinner`: a frame of a spinner (the braille dots ora draws, U+2800 to U+28FF) becomes `⠿`:
  *   which frame a live screen catches is the machine's timing.
  * - `clock`: a time of day on this machine's clock, HH:MM:SS.mmm (the log lines of a watch),
@@ -302,7 +302,7 @@ export function masks(fixedIds: readonly string[]): Mask[] {
     {
       // The record `lease acquire` keeps of a batch it printed as tables: a directory made anew.
       name: 'kept-batch',
-      pattern: /(?<=\/queenctl-batch-)[A-Za-z0-9]{6}(?=\/batch\.json)/g,
+      pattern: /(?<=\/queenctl-(?:batch|snap)-)[A-Za-z0-9]{6}(?=\/)/g,
       replace: () => 'XXXXXX',
     },
     {

@@ -405,8 +405,11 @@ async function printBatch(
   // One note for both tables: the first says it, with the most columns hidden.
   const note = [summary.note, messages.note].sort((a, b) => b.length - a.length)[0];
   if (note) await write(io.stderr, note);
-  // A table is no record lease ack can read: keep the record, and say how to ack this batch.
-  await writeMessage(io, `queenctl: ${ackLine(record)}\n`);
+  // A table is no record lease ack can read: keep the record, and say how to ack this batch. The
+  // command is written as one line, never wrapped: copied from the terminal, it runs as shown.
+  const [said = '', command] = ackLine(record).split('\n');
+  await writeMessage(io, `queenctl: ${said}\n`);
+  if (command) await write(io.stderr, `${command}\n`);
 }
 
 /** The prefix of the private directory that keeps the record of a batch taken as a table. */
