@@ -34,6 +34,9 @@ function assertFits(result: InProcessResult, width: number): void {
     ['stderr', result.stderr],
   ] as const) {
     for (const line of text.split('\n')) {
+      // A command to copy (acquire's ack line) is never wrapped: it must run as shown. Its path is
+      // the temporary directory's, far longer here than /tmp's.
+      if (name === 'stderr' && line.startsWith('  queenctl lease ack ')) continue;
       assert.ok(stringWidth(line) <= width, `${name}: ${stringWidth(line)} columns > ${width}:\n${text}`);
     }
   }
