@@ -363,46 +363,29 @@ fs.writeFileSync(${JSON.stringify(seen)}, JSON.stringify({ partitions: process.e
     assert.equal('exitStatus' in (acked ?? {}), false);
   });
 
-  /** Three messages; the command reports retry for the second: one completion, then a wait. */
-  function retryOfSecond(): string {
+  /**
+   * Three messages; the command reports retry for the second: the first's completion is acked at
+   * once, then the retry waits 30 s with the lease held. Resolves once the run is in that wait.
+   */
+  async function waitingRetry() {
     scene.queueWith(3);
-    return scene.script(
+    const handler = scene.script(
       'second',
       `const fs = require('node:fs');
 const lines = fs.readFileSync(0, 'utf8').trimEnd().split('\\n').map((l) => JSON.parse(l));
 fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, JSON.stringify({ transactionId: lines[1].transactionId,
-  status: 'retry' }) + '\\n');
-fs.writeFileSync(${JSON.stringify(scene.file('second.done'))}, 'x');`,
+  status: 'retry' }) + '\\n');`,
     );
+    const args = ['--batch', '5', '--retry-delay', '30s', '--every', '200ms', '--seconds', '30', '-o', 'ndjson'];
+    const run = startInProcess(['lease', 'run', scene.queue, '--server', scene.sim.url, ...args, '--', NODE, handler], {
+      timeoutMs: 60_000,
+    });
+    await until(() => scene.ackElements().length === 1, 'the completion acked before the wait');
+    return run;
   }
 
   it('a lease lost while a retry waits: what was acked and what comes back are counted; exit 4', async () => {
-    const handler = retryOfSecond();
-    const run = startInProcess(
-      [
-        'lease',
-        'run',
-        scene.queue,
-        '--server',
-        scene.sim.url,
-        '--batch',
-        '5',
-        '--retry-delay',
-        '30s',
-        '--every',
-        '200ms',
-        '--seconds',
-        '30',
-        '-o',
-        'ndjson',
-        '--',
-        NODE,
-        handler,
-      ],
-      { timeoutMs: 60_000 },
-    );
-    // The completion of the first message is acked at once; the retry of the second waits.
-    await until(() => scene.ackElements().length === 1, 'the completion acked before the wait');
+    const run = await waitingRetry();
     const leaseId = (events(run.stdout()).find((e) => e.event === 'acquired')?.leaseId ?? '') as string;
     scene.sim.expire(leaseId);
     const result = await run.exited;
@@ -414,32 +397,7 @@ fs.writeFileSync(${JSON.stringify(scene.file('second.done'))}, 'x');`,
   });
 
   it('a token refused while a retry waits: exit 3, the refusal said, the rest counted as coming back', async () => {
-    const handler = retryOfSecond();
-    const run = startInProcess(
-      [
-        'lease',
-        'run',
-        scene.queue,
-        '--server',
-        scene.sim.url,
-        '--batch',
-        '5',
-        '--retry-delay',
-        '30s',
-        '--every',
-        '200ms',
-        '--seconds',
-        '30',
-        '-o',
-        'ndjson',
-        '--',
-        NODE,
-        handler,
-      ],
-      { timeoutMs: 60_000 },
-    );
-    // The completion of the first message is acked at once; the retry of the second waits.
-    await until(() => scene.ackElements().length === 1, 'the completion acked before the wait');
+    const run = await waitingRetry();
     scene.sim.inject({ kind: 'status', status: 401, route: 'extend' });
     const result = await run.exited;
     scene.sim.clearFaults();

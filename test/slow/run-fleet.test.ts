@@ -26,6 +26,7 @@ import { it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { startTcpFront, startSimulator, type MessageState } from '../../tools/simulator/index.js';
 import { type ExpectedExit, type RunningProcess, startCli } from '../support/cli.js';
+import { until as untilWithin } from '../support/lease-run.js';
 
 const QUEUE = 'fleet';
 const PARTITIONS = 12;
@@ -43,15 +44,9 @@ const PATIENCE_MS = 90_000;
 /** Each worker's kill timer: far beyond the test's own course, well inside the runner's limit. */
 const WORKER_KILL_AFTER_MS = 180_000;
 
-async function until<T>(check: () => T | undefined | false, what: string, patienceMs = PATIENCE_MS): Promise<T> {
-  const deadline = Date.now() + patienceMs;
-  for (;;) {
-    const found = check();
-    if (found !== undefined && found !== false) return found;
-    if (Date.now() > deadline) throw new Error(`timed out after ${patienceMs} ms waiting for ${what}`);
-    await delay(50);
-  }
-}
+/** The shared poll of the lease run tests, with this test's longer patience. */
+const until = <T>(check: () => T | undefined | false, what: string, patienceMs = PATIENCE_MS): Promise<T> =>
+  untilWithin(check, what, patienceMs);
 
 function isRunning(pid: number): boolean {
   try {

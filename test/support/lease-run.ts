@@ -25,12 +25,12 @@ export interface AckElement {
 /** Turns a hang into a failure; never reached by a slow machine. */
 const PATIENCE_MS = 30_000;
 
-export async function until<T>(check: () => T | undefined | false, what: string): Promise<T> {
-  const deadline = Date.now() + PATIENCE_MS;
+export async function until<T>(check: () => T | undefined | false, what: string, patienceMs = PATIENCE_MS): Promise<T> {
+  const deadline = Date.now() + patienceMs;
   for (;;) {
     const found = check();
     if (found !== undefined && found !== false) return found;
-    if (Date.now() > deadline) throw new Error(`timed out after ${PATIENCE_MS} ms waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${patienceMs} ms waiting for ${what}`);
     await delay(20);
   }
 }
