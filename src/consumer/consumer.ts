@@ -167,8 +167,8 @@ export class Consumer {
   /** The watches of batches whose command has not started: a signal stops them from starting. */
   private readonly starting = new Set<AbortController>();
   private readonly policy: RetryPolicy;
-  /** Batches still settling (a retry delay), by lease id: their partitions are held. */
-  private readonly settling = new Map<string, { partitions: Set<string>; done: Promise<'settled'> }>();
+  /** Batches still settling (a retry delay, a parked message), by lease id: their leases are held. */
+  private readonly settling = new Map<string, { done: Promise<'settled'> }>();
   /** Batches whose command runs (or is about to): what --parallel counts. */
   private readonly active = new Set<Promise<unknown>>();
   /** The statuses of the batches so far. */
@@ -178,6 +178,8 @@ export class Consumer {
   private stopTaking = false;
   /** --follow: the broker stopped answering pops, since when (said once, and once when it is back). */
   private outageSince: number | null = null;
+  /** --follow: the wait before the next pop while the broker does not answer them. */
+  private popBackoffMs = POP_BACKOFF_MS;
   // One guardian for every batch's command (src/watch/process-group.ts).
   private readonly launch: ReturnType<typeof processGroupLauncher>;
   private readonly everyMs: number;
@@ -397,8 +399,6 @@ export class Consumer {
     return 'again';
   }
 
-  private popBackoffMs = POP_BACKOFF_MS;
-
   /**
    * --until-empty ended on a pop that found nothing: not a drained queue when other consumers
    * hold some of its partitions. Said once, from the consumer-group route; a broker that cannot
@@ -459,7 +459,7 @@ export class Consumer {
       this.batchEnded(startCode === null ? ended : { code: startCode, last: true });
       return 'settled' as const;
     });
-    this.settling.set(record.leaseId, { partitions: new Set(record.messages.map((m) => m.partitionId)), done });
+    this.settling.set(record.leaseId, { done });
     return Promise.race([done, waits]);
   }
 
