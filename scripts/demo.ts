@@ -236,6 +236,8 @@ try {
     QUEEN_SERVER: sim.url,
     QUEEN_TOKEN: undefined,
     QUEEN_CONTEXT: undefined,
+    // What the steps keep (acquire's record of a batch shown as tables) goes with the scratch.
+    TMPDIR: scratch,
   });
 } finally {
   await sim.close();
