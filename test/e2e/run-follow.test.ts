@@ -7,16 +7,11 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { startInProcess } from '../support/in-process.js';
 import { events, NODE, RunScene, until } from '../support/lease-run.js';
 
 const scene = new RunScene();
 
-function worker(args: string[], command: string[]) {
-  return startInProcess(['lease', 'run', scene.queue, '--server', scene.sim.url, ...args, '--', ...command], {
-    timeoutMs: 90_000,
-  });
-}
+const worker = (args: string[], command: string[]) => scene.start(args, command, 90_000);
 
 /** A handler that logs its start and end in `log`, and waits for the file `go` before it ends. */
 function gated(name: string, options: { exit?: number } = {}) {

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { MessageState } from '../../tools/simulator/queues.js';
-import { runInProcess, startInProcess } from '../support/in-process.js';
+import { runInProcess } from '../support/in-process.js';
 import { events, NODE, RunScene, until } from '../support/lease-run.js';
 
 const scene = new RunScene();
@@ -178,24 +178,7 @@ fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, out.join(''));`,
   it('a retry waits --retry-delay with the lease held: no consumer is given the message meanwhile', async () => {
     scene.queueWith(1);
     const handler = failing('spaced', 'true', 1);
-    const running = startInProcess(
-      [
-        'lease',
-        'run',
-        scene.queue,
-        '--server',
-        scene.sim.url,
-        '--until-empty',
-        '--retry-delay',
-        '1500ms',
-        '--seconds',
-        '30',
-        '--',
-        NODE,
-        handler,
-      ],
-      { timeoutMs: 60_000 },
-    );
+    const running = scene.start(['--until-empty', '--retry-delay', '1500ms', '--seconds', '30'], [NODE, handler]);
     await until(() => existsSync(scene.file('spaced.seen')), 'the first, failing run of the command');
     // The retry cannot be acked before 1.5 s after the command failed, however slow the machine:
     // for the first second of it, another consumer must find nothing to take.
@@ -221,10 +204,7 @@ fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, out.join(''));`,
   it('a signal cuts a retry wait short: the message is acked retry at once, exit 143', async () => {
     scene.queueWith(1);
     const handler = failing('cut', 'true');
-    const running = startInProcess(
-      ['lease', 'run', scene.queue, '--server', scene.sim.url, '--retry-delay', '1m', '--', NODE, handler],
-      { timeoutMs: 60_000 },
-    );
+    const running = scene.start(['--retry-delay', '1m'], [NODE, handler]);
     await until(() => existsSync(scene.file('cut.seen')), 'the failing command');
     await until(() => scene.requests('/extend') >= 3, 'the lease held for the retry delay');
     running.kill('SIGTERM');
@@ -377,9 +357,7 @@ fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, JSON.stringify({ transactionId
   status: 'retry' }) + '\\n');`,
     );
     const args = ['--batch', '5', '--retry-delay', '30s', '--every', '200ms', '--seconds', '30', '-o', 'ndjson'];
-    const run = startInProcess(['lease', 'run', scene.queue, '--server', scene.sim.url, ...args, '--', NODE, handler], {
-      timeoutMs: 60_000,
-    });
+    const run = scene.start(args, [NODE, handler]);
     await until(() => scene.ackElements().length === 1, 'the completion acked before the wait');
     return run;
   }

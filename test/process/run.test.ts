@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { startCli } from '../support/cli.js';
+import { isRunning, startCli } from '../support/cli.js';
 import { withSimulator } from '../support/shared.js';
 
 const PATIENCE_MS = 30_000;
@@ -25,16 +25,6 @@ async function until<T>(check: () => T | undefined | false, what: string): Promi
     if (found !== undefined && found !== false) return found;
     if (Date.now() > deadline) throw new Error(`timed out after ${PATIENCE_MS} ms waiting for ${what}`);
     await delay(20);
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = text.slice(text.lastIndexOf(')') + 2).split(' ')[0];
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
   }
 }
 

@@ -23,9 +23,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it } from 'node:test';
-import { setTimeout as delay } from 'node:timers/promises';
 import { startTcpFront, startSimulator, type MessageState } from '../../tools/simulator/index.js';
-import { type ExpectedExit, type RunningProcess, startCli } from '../support/cli.js';
+import { type ExpectedExit, isRunning, type RunningProcess, startCli } from '../support/cli.js';
 import { until as untilWithin } from '../support/lease-run.js';
 
 const QUEUE = 'fleet';
@@ -47,16 +46,6 @@ const WORKER_KILL_AFTER_MS = 180_000;
 /** The shared poll of the lease run tests, with this test's longer patience. */
 const until = <T>(check: () => T | undefined | false, what: string, patienceMs = PATIENCE_MS): Promise<T> =>
   untilWithin(check, what, patienceMs);
-
-function isRunning(pid: number): boolean {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = text.slice(text.lastIndexOf(')') + 2).split(' ')[0];
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
-}
 
 /**
  * The handler: `node handler.cjs <dir> <worker>`. It logs its start (worker, pid, lease, the

@@ -20,7 +20,7 @@
  * QUEENCTL_EXE fails loudly instead of testing node in the executable's place.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -289,4 +289,15 @@ export function runCli(args: string[], options: CliOptions): Promise<CliResult> 
 /** A bash script run to completion, for pipelines (`queenctl … | head -1`). */
 export function runShell(script: string, options: ProcessOptions): Promise<CliResult> {
   return runProcess('bash', ['-c', script], options);
+}
+
+/** True while a process of this pid runs (a zombie, exited but not reaped, does not). */
+export function isRunning(pid: number): boolean {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = text.slice(text.lastIndexOf(')') + 2).split(' ')[0];
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
 }

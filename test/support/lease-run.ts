@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { beforeEach } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Simulator } from '../../tools/simulator/index.js';
-import { runInProcess, type InProcessOptions } from './in-process.js';
+import { runInProcess, startInProcess, type InProcessOptions } from './in-process.js';
 import { sharedSimulator } from './shared.js';
 
 export const NODE = process.execPath;
@@ -72,6 +72,13 @@ export class RunScene {
 
   run(args: string[], command: string[], options: InProcessOptions = {}) {
     return runInProcess(['lease', 'run', this.queue, '--server', this.sim.url, ...args, '--', ...command], options);
+  }
+
+  /** `lease run` of this queue started, for a test that acts while it runs. */
+  start(args: string[], command: string[], timeoutMs = 60_000) {
+    return startInProcess(['lease', 'run', this.queue, '--server', this.sim.url, ...args, '--', ...command], {
+      timeoutMs,
+    });
   }
 
   /** A queue of messages {n: 1..n} in partition p1, lease time 60 s. */
