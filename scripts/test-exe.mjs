@@ -5,9 +5,11 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
+// Each test process's temporary files in a directory of its own, removed when it ends (test/support/temp-root.ts).
+const TEMP_ROOT = pathToFileURL(join(root, 'dist', 'test', 'support', 'temp-root.js')).href;
 const { exe } = JSON.parse(readFileSync(join(root, 'dist', 'exe', 'build.json'), 'utf8'));
 const env = { ...process.env, QUEENCTL_EXE: exe };
 const run = (command, args) => spawnSync(command, args, { cwd: root, env, stdio: 'inherit' }).status ?? 1;
@@ -26,9 +28,25 @@ const e2e = readdirSync(join(root, 'dist', 'test', 'e2e'))
 // The runner's limit on a test, well above each process's own kill timer (test/support/cli.ts);
 // the build's and the bench's tests set longer ones of their own.
 const limit = '--test-timeout=120000';
-let status = run(process.execPath, ['--test', '--test-concurrency=1', limit, '--unhandled-rejections=strict', ...own]);
+let status = run(process.execPath, [
+  '--import',
+  TEMP_ROOT,
+  '--test',
+  '--test-concurrency=1',
+  limit,
+  '--unhandled-rejections=strict',
+  ...own,
+]);
 status =
-  run(process.execPath, ['--test', '--test-concurrency=2', limit, '--unhandled-rejections=strict', ...e2e]) || status;
+  run(process.execPath, [
+    '--import',
+    TEMP_ROOT,
+    '--test',
+    '--test-concurrency=2',
+    limit,
+    '--unhandled-rejections=strict',
+    ...e2e,
+  ]) || status;
 const scripts = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts;
 // Every suite runs, whatever the one before it gave.
 if (scripts['test:process']) status = run('npm', ['run', '--silent', 'test:process']) || status;

@@ -17,15 +17,24 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
+// Each test process's temporary files in a directory of its own, removed when it ends (test/support/temp-root.ts).
+const TEMP_ROOT = pathToFileURL(join(root, 'dist', 'test', 'support', 'temp-root.js')).href;
 const version = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
 const release = join(root, 'dist', 'release');
 
 const run = (args, env = process.env) =>
   spawnSync(process.execPath, args, { cwd: root, env, stdio: 'inherit' }).status ?? 1;
-const test = ['--test', '--test-concurrency=1', '--unhandled-rejections=strict', '--test-timeout=900000'];
+const test = [
+  '--import',
+  TEMP_ROOT,
+  '--test',
+  '--test-concurrency=1',
+  '--unhandled-rejections=strict',
+  '--test-timeout=900000',
+];
 
 let status = run([
   ...test,

@@ -6,9 +6,11 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
+// Each test process's temporary files in a directory of its own, removed when it ends (test/support/temp-root.ts).
+const TEMP_ROOT = pathToFileURL(join(root, 'dist', 'test', 'support', 'temp-root.js')).href;
 const args = process.argv.slice(2);
 const unknown = args.filter((arg) => arg !== '--update');
 if (unknown.length > 0) {
@@ -24,7 +26,7 @@ const env = { ...process.env, ...(update && { UPDATE_SNAPSHOTS: '1' }) };
 const test = join('dist', 'test', 'process', 'snapshots.test.js');
 const { status } = spawnSync(
   process.execPath,
-  ['--test', '--test-timeout=120000', '--unhandled-rejections=strict', test],
+  ['--import', TEMP_ROOT, '--test', '--test-timeout=120000', '--unhandled-rejections=strict', test],
   { cwd: root, env, stdio: 'inherit' },
 );
 if (update && status === 0) process.stdout.write('test-snapshots: written; see git diff test/snapshots\n');
