@@ -350,7 +350,8 @@ describe('simulator control: pushes and message states for tests of a consumer',
   it('stores data nested 4,500 levels deep and pops its text unchanged', async () => {
     const depth = 4_500;
     const deep = `${'{"a":['.repeat(depth)}"leaf"${']}'.repeat(depth)}`;
-    assert.throws(() => JSON.stringify(JSON.parse(deep)), RangeError, 'deeper than JSON.stringify reaches');
+    // (Deeper than JSON.stringify reaches on Node 20 to 24, not on Node 26: the text must be kept
+    // as pushed either way.)
     await control.createQueue({ name: 'deep', partitions: ['p1'] });
     const body = `{"partition":"p1","items":[{"transactionId":"deep-1","data":${deep}}]}`;
     const response = await fetch(`${sim.url}/_sim/queues/deep/messages`, {

@@ -172,8 +172,9 @@ describe('parsePop and the inspector', () => {
     assert.equal(outcome.kind, 'lease');
     if (outcome.kind !== 'lease') return;
     const line = messageLine(outcome.batch.messages[0]!);
+    // (Deeper than JSON.stringify reaches on Node 20 to 24; Node 26's does not throw, and the
+    // line must be the broker's text either way.)
     assert.equal(line, message('a', deep));
-    assert.throws(() => JSON.stringify(outcome.batch.messages[0]), RangeError, 'the depth this is about');
   });
 });
 
@@ -200,8 +201,11 @@ describe('messageLine, batchRecordText, jsonText', () => {
       assert.equal(jsonText(sample, 1e9), JSON.stringify(sample), 'without recursion too');
     }
     const deep = deepValue(9_000);
-    assert.throws(() => JSON.stringify(deep), RangeError);
+    // JSON.stringify throws RangeError at this depth on Node 20 to 24 (jsonText goes on without
+    // recursion), not on Node 26: the way without recursion is taken for any finite maxChars, so
+    // both ways are checked on every Node.
     const text = jsonText(deep) ?? '';
+    assert.equal(jsonText(deep, 1e9), text, 'the way without recursion gives the same text');
     assert.ok(text.startsWith('[{"a":[{"a":[') && text.endsWith('}]}]'), text.slice(0, 40));
     // (assert.deepEqual recurses: compared through the text instead.)
     assert.equal(jsonText(JSON.parse(text)), text);
