@@ -123,6 +123,9 @@ describe(`Bun ${BUN_VERSION}'s executables, as binary-format reads them`, { skip
     const check = await verifyCodeSignature(path);
     assert.ok('pages' in check);
     assert.deepEqual([check.valid, check.mismatched], [true, 0], JSON.stringify(check));
+    // The bundle lies in the signed range: a bundle changed after signing breaks the signature.
+    const at = await findBytes(path, BUILD_ID);
+    assert.ok(at >= 0 && at < (found.codeSignature?.codeDirectory.codeLimit ?? 0), `build id at ${at}, not signed`);
   });
 
   // What Bun 1.4.5 makes for darwin-x64 (measured: docs/install.md): the bundle is written into
