@@ -162,7 +162,7 @@ async function signedFields(path: string) {
 }
 
 describe('adhocSign: a Mach-O executable signed again, ad hoc, in place', () => {
-  it('a stale certificate signature replaced: every page matches, ad hoc, no CMS, the header made to match', async () => {
+  it('a stale certificate signature replaced: every page matches, ad hoc, no CMS, the header to match', async () => {
     const original = macho();
     const path = file(original);
     assert.equal((await signedFields(path)).adhocSigned, false);
@@ -258,7 +258,7 @@ describe('adhocSign: a Mach-O executable signed again, ad hoc, in place', () => 
     }
   });
 
-  it('the same input and identifier give the same bytes; a longer identifier grows the file, a shorter shrinks it', async () => {
+  it('one input and identifier, the same bytes; a longer identifier grows the file, a shorter shrinks it', async () => {
     const path = file(macho({ cpu: CPU_ARM64 }));
     await adhocSign(path, { identifier: 'q' });
     const first = readFileSync(path);
