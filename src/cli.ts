@@ -52,6 +52,8 @@ export interface CliPorts {
   nodeVersion: string;
   /** The clock of every verb instead of the system's (tests only). */
   clock?: Clock;
+  /** process.platform unless given (tests of what Windows changes, run on Linux). */
+  platform?: NodeJS.Platform;
 }
 
 /**
@@ -102,13 +104,22 @@ const SIGNAL_OF_STATUS = new Map<number, NodeJS.Signals>([
  * the same status either way ($? is 128 + the signal's number).
  */
 function endProcess(status: number): void {
-  const signal = SIGNAL_OF_STATUS.get(status);
+  const signal = endingSignal(status, process.platform);
   if (signal) {
     process.exitCode = status;
     process.removeAllListeners(signal);
     process.kill(process.pid, signal);
   }
   process.exit(status);
+}
+
+/**
+ * The signal that ends the process with `status`, if one does. None on Windows: it has no
+ * signals to raise, and process.kill there ends the process with status 1 (and refuses SIGHUP),
+ * where the status must stay 129, 130 or 143.
+ */
+export function endingSignal(status: number, platform: NodeJS.Platform): NodeJS.Signals | undefined {
+  return platform === 'win32' ? undefined : SIGNAL_OF_STATUS.get(status);
 }
 
 /**
@@ -264,6 +275,7 @@ export async function run(rawArgs: readonly (string | Uint8Array)[], ports: CliP
     relaySignals,
     setExitCode,
     clock: ports.clock,
+    platform: ports.platform ?? process.platform,
   };
   // Commander's defaults, on the ports instead of the process (every command: see below). Its
   // own default width is undefined too off a terminal (80 then, so help in a pipe and the docs

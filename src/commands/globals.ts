@@ -18,6 +18,7 @@ import { resolveFormat, type OutputFormat } from '../output/format.js';
 import { escapeText } from '../output/sanitise.js';
 import { terminalWidth } from '../output/width.js';
 import { warningMessage } from '../output/words.js';
+import { refuseUnsupervisable, type SupervisingVerb } from '../watch/supervisor.js';
 import type { Runtime } from './runtime.js';
 
 /** Turns a UsageError of a flag's parser into commander's own kind, so it reports the flag. */
@@ -126,6 +127,8 @@ export interface RunOptions {
   requests: 'few' | 'many';
   /** The system clock unless given; `watch` measures on monotonic time (clock.ts). */
   clock?: Clock;
+  /** The verb runs what follows `--` as a supervised command: refused first where it cannot be. */
+  supervises?: SupervisingVerb;
 }
 
 /** What a verb's action needs from the process; cli.ts provides it. */
@@ -146,6 +149,8 @@ export interface ProcessPorts {
   setExitCode(code: number): void;
   /** Every verb's clock, whatever the verb would choose (tests run in-process on a fake one). */
   clock?: Clock;
+  /** process.platform, or a test's: what differs on Windows (watch/supervisor.ts, config/). */
+  platform: NodeJS.Platform;
 }
 
 /** The process bits only `watch` needs, beside the Runtime every verb gets. */
@@ -218,10 +223,13 @@ export function decideColor(flag: boolean | undefined, env: NodeJS.ProcessEnv, i
 export function globalContext(ports: ProcessPorts, version: string): GlobalContext {
   return {
     async run(command, verb, options) {
+      // Before the config is read or a secret tool run: nothing of the run happens.
+      if (options.supervises && ports.argvAfterDashDash !== null)
+        refuseUnsupervisable(options.supervises, ports.platform);
       const flags = command.optsWithGlobals<GlobalFlags>();
       const stdoutIsTTY = Boolean(ports.stdout.isTTY);
       const resolved = await resolveFormat(flags.output, stdoutIsTTY);
-      const connection = await resolveConnection(flags, ports.env);
+      const connection = await resolveConnection(flags, ports.env, { platform: ports.platform });
       const secret =
         connection.token !== undefined && connection.token.length >= MIN_REDACTED_LENGTH ? connection.token : undefined;
       const stdout = secret ? redactingStream(ports.stdout, secret) : ports.stdout;

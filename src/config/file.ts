@@ -118,23 +118,34 @@ async function readTextOrNull(path: string): Promise<string | null> {
   }
 }
 
-/** This run's config file (--config, else $QUEEN_CONFIG, else the default), through its memo. */
-export function readConfigFor(flag: string | undefined, env: NodeJS.ProcessEnv): Promise<ConfigFile> {
-  return readConfigFile(configSourceFor(flag, env), configMemo(env));
+/**
+ * This run's config file (--config, else $QUEEN_CONFIG, else the default), through its memo;
+ * on Windows (`platform`) with neither a memo nor a warning of its mode, which need file owners.
+ */
+export function readConfigFor(
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv,
+  platform: NodeJS.Platform = process.platform,
+): Promise<ConfigFile> {
+  return readConfigFile(configSourceFor(flag, env), platform === 'win32' ? undefined : configMemo(env), platform);
 }
 
 /**
  * Reads the file; a missing file is an empty config when it is the default one. With a memo
  * (memo.ts), a file this build parsed before, unchanged, is not parsed again.
  */
-export async function readConfigFile(from: string | ConfigSource, memo?: ConfigMemo): Promise<ConfigFile> {
+export async function readConfigFile(
+  from: string | ConfigSource,
+  memo?: ConfigMemo,
+  platform: NodeJS.Platform = process.platform,
+): Promise<ConfigFile> {
   const path = typeof from === 'string' ? from : from.path;
   const text = await readConfigText(from);
   if (text === null) return { path, exists: false, currentContext: undefined, contexts: [] };
   const memoized = memo?.read(path, text);
   const config = memoized ?? (await parseConfigDocument(path, text)).config;
   if (!memoized) memo?.write(config, text);
-  const warning = configWarning(path, text, config.contexts);
+  const warning = configWarning(path, text, config.contexts, platform);
   return warning === undefined ? config : { ...config, warning };
 }
 
@@ -149,8 +160,14 @@ const LITERAL_TOKEN = /literal:[\x21-\x3b\x3d-\x7e]/;
  * holds a literal token: in a context, or anywhere in its text (a commented-out one is as
  * readable). Shares the check of token files (files.ts#exposure).
  */
-export function configWarning(path: string, text: string, contexts: readonly ContextEntry[]): string | undefined {
-  if (process.platform === 'win32') return undefined;
+export function configWarning(
+  path: string,
+  text: string,
+  contexts: readonly ContextEntry[],
+  platform: NodeJS.Platform = process.platform,
+): string | undefined {
+  // Windows reports every file 0666 or 0444 and no owner: a warning would be about nothing.
+  if (platform === 'win32') return undefined;
   const literal = LITERAL_TOKEN.test(text) || contexts.some((entry) => entry['token-ref']?.startsWith('literal:'));
   const found = exposure(path, literal);
   return found && exposureWarning('the config file', path, found, 'a literal token');

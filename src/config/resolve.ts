@@ -107,7 +107,7 @@ export async function resolveConnection(
   options: ResolveOptions = {},
 ): Promise<Connection> {
   const platform = options.platform ?? process.platform;
-  const config = await readConfigFor(flags.config, env);
+  const config = await readConfigFor(flags.config, env, platform);
   const notes: string[] = [config.exists ? `config file ${config.path}` : `no config file at ${config.path}`];
 
   const chosen = chooseContext(flags, env, config);

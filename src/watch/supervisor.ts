@@ -9,8 +9,29 @@
  * fake clock with fake commands. process-group.ts is the real launcher.
  */
 import type { Clock } from '../clock.js';
-import { ExitCode } from '../exit.js';
+import { ExitCode, UsageError } from '../exit.js';
 import type { StopReason, WatchEvent } from '../renewal/events.js';
+
+/** The verbs that run a supervised command, as their refusal names them. */
+export type SupervisingVerb = 'lease watch -- <command>' | 'lease run';
+
+/**
+ * Refuses a supervised command where it cannot be supervised: Windows has no POSIX process
+ * groups, no signals to send to one, no /proc to find what a command left behind and no 0700
+ * directories for a batch file, and supervision that loses track of a command is worse than none
+ * (a command left running on a lost lease). Called before anything is sent, read or started
+ * (commands/globals.ts), so the refusal is a usage error, exit 1: nothing popped, no lease taken
+ * (docs/cli-contract.md, Exit codes). `platform`: process.platform, or a test's.
+ */
+export function refuseUnsupervisable(verb: SupervisingVerb, platform: NodeJS.Platform): void {
+  if (platform !== 'win32') return;
+  throw new UsageError(
+    `${verb} is not available on Windows: it runs its command in a POSIX process group (signals passed on to ` +
+      'the whole group, whatever it started stopped with it), which Windows does not have. Nothing was sent',
+    'run it in WSL (Windows Subsystem for Linux), with the Linux queenctl; here, lease watch <id> without a ' +
+      'command and every other verb work',
+  );
+}
 
 export interface LaunchSpec {
   command: string;

@@ -40,6 +40,8 @@ export interface InProcessOptions {
   rows?: number;
   /** The clock of every verb (default: each verb's own, real time). */
   clock?: Clock;
+  /** The platform the run takes itself to be on (default: this one's): what Windows changes. */
+  platform?: NodeJS.Platform;
   /** Give up on the run after this long (default 60 s): the result says `killed`. */
   timeoutMs?: number;
   /**
@@ -212,6 +214,7 @@ export function startInProcess(
     },
     nodeVersion: process.version,
     clock: options.clock,
+    ...(options.platform && { platform: options.platform }),
   };
   run(args, ports).then(
     (code) => end(code, null),

@@ -201,7 +201,7 @@ Examples:
         (runtime, settings, proc) =>
           runConsumer(runOptions(queue, flags, settings, proc, runtime), flags, runtime as ConsumerRuntime, proc),
         // A run lasts as long as its batches: monotonic time, as watch (an NTP step moves no deadline).
-        { requests: 'many', clock: monotonicClock },
+        { requests: 'many', clock: monotonicClock, supervises: 'lease run' },
       );
     });
 }

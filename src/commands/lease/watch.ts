@@ -233,7 +233,11 @@ Examples:
           );
         }
         // A long watch measures on monotonic time: an NTP step must not move every deadline.
-        await globals.run(command, run, { requests: 'many', clock: monotonicClock });
+        await globals.run(command, run, {
+          requests: 'many',
+          clock: monotonicClock,
+          supervises: 'lease watch -- <command>',
+        });
       },
     );
 }

@@ -1,0 +1,474 @@
+/**
+ * scripts/package-managers.mjs: the download base URL and where it comes from, SHA256SUMS read
+ * strictly, and the exact Homebrew formula and Scoop manifest a release makes. The formula is
+ * checked by Ruby itself when Ruby is installed (Debian's `ruby`): `ruby -c`, then evaluated with
+ * Homebrew's DSL stubbed (below) on each OS and CPU, to see which archive each one gets, what
+ * `install` puts where, and that `test do` passes against a queenctl printing its version and
+ * fails against one printing another. The manifest is checked against the rules of Scoop's
+ * schema.json for every property it uses (written out here: the suite has no JSON Schema
+ * validator). No network.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import type * as PackageManagers from '../../scripts/package-managers.mjs';
+import { runProcess } from '../support/cli.js';
+
+const { downloadBase, homebrewFormula, packageManagerFiles, parseSha256Sums, scoopManifest }: typeof PackageManagers =
+  await import(new URL('../../../scripts/package-managers.mjs', import.meta.url).href);
+
+const BASE = 'https://github.com/queen-mq/queenctl/releases/download/v0.1.0';
+const HASH = (digit: number) => String(digit).repeat(64);
+const PLATFORMS = ['darwin-arm64.tar.gz', 'darwin-x64.tar.gz', 'linux-arm64.tar.gz', 'linux-x64.tar.gz'];
+const SUMS_TEXT = `${[...PLATFORMS, 'windows-x64.zip', 'linux-x64.deb']
+  .map((file, index) => `${HASH(index + 1)}  queenctl-0.1.0-${file}`)
+  .join('\n')}\n`;
+const INPUT = {
+  version: '0.1.0',
+  baseUrl: BASE,
+  repository: 'https://github.com/queen-mq/queenctl',
+  sums: parseSha256Sums(SUMS_TEXT),
+  description: 'Lease tooling for Queen MQ operators',
+  homepage: 'https://www.npmjs.com/package/queenctl',
+  license: 'MIT',
+};
+
+describe('downloadBase: where the release files are', () => {
+  it('an explicit setting first, {version} replaced', () => {
+    assert.deepEqual(
+      downloadBase({
+        version: '1.2.3',
+        pkg: { repository: 'github:other/repo' },
+        setting: 'https://dl.example.org/queenctl/{version}/',
+      }),
+      { url: 'https://dl.example.org/queenctl/1.2.3', repository: undefined, from: 'setting' },
+    );
+    assert.deepEqual(downloadBase({ version: '0.1.0', setting: `${BASE}` }), {
+      url: BASE,
+      repository: 'https://github.com/queen-mq/queenctl',
+      from: 'setting',
+    });
+  });
+
+  it("else package.json's GitHub repository, in each form npm takes, then a homepage on github.com", () => {
+    const url = 'https://github.com/queen-mq/queenctl/releases/download/v2.0.0-rc.1';
+    for (const repository of [
+      'queen-mq/queenctl',
+      'github:queen-mq/queenctl',
+      'https://github.com/queen-mq/queenctl',
+      { type: 'git', url: 'git+https://github.com/queen-mq/queenctl.git' },
+      { url: 'git+ssh://git@github.com/queen-mq/queenctl.git' },
+    ])
+      assert.deepEqual(
+        downloadBase({ version: '2.0.0-rc.1', pkg: { repository } }),
+        { url, repository: 'https://github.com/queen-mq/queenctl', from: 'package.json repository' },
+        JSON.stringify(repository),
+      );
+    assert.equal(
+      downloadBase({ version: '2.0.0-rc.1', pkg: { homepage: 'https://github.com/queen-mq/queenctl#readme' } }).from,
+      'package.json homepage',
+    );
+  });
+
+  it('neither: an error saying what to set; never a guess, never http', () => {
+    // This repository's package.json today: an npm homepage, no repository.
+    assert.throws(
+      () => downloadBase({ version: '0.1.0', pkg: { homepage: 'https://www.npmjs.com/package/queenctl' } }),
+      /no download base URL: package.json names no GitHub repository .* set one explicitly/,
+    );
+    assert.throws(() => downloadBase({ version: '0.1.0', setting: 'http://dl.example.org/' }), /not an https:\/\/ URL/);
+    assert.throws(() => downloadBase({ version: 'latest', setting: BASE }), /version "latest" is not x.y.z/);
+  });
+});
+
+describe('parseSha256Sums', () => {
+  it('reads sha256sum output, text and binary mode, hashes in lowercase', () => {
+    const sums = parseSha256Sums(`${'A'.repeat(64)}  a.tar.gz\n${'b'.repeat(64)} *b file.zip\n`);
+    assert.deepEqual(
+      [...sums],
+      [
+        ['a.tar.gz', 'a'.repeat(64)],
+        ['b file.zip', 'b'.repeat(64)],
+      ],
+    );
+  });
+  it('refuses a line of another shape, or a file listed twice', () => {
+    assert.throws(() => parseSha256Sums(`${'a'.repeat(63)}  short\n`), /line 1 is not "<sha256> {2}<file>"/);
+    assert.throws(() => parseSha256Sums(`${'a'.repeat(64)}\tx\n`), /line 1/);
+    assert.throws(() => parseSha256Sums(`${HASH(1)}  x\n${HASH(2)}  x\n`), /lists x twice/);
+  });
+});
+
+const FORMULA = `# queenctl 0.1.0, generated by scripts/package-managers.mjs from the release's SHA256SUMS:
+# change the generator, not this file.
+class Queenctl < Formula
+  desc "Lease tooling for Queen MQ operators"
+  homepage "https://www.npmjs.com/package/queenctl"
+  version "0.1.0"
+  license "MIT"
+
+  on_macos do
+    on_arm do
+      url "${BASE}/queenctl-0.1.0-darwin-arm64.tar.gz"
+      sha256 "${HASH(1)}"
+    end
+    on_intel do
+      url "${BASE}/queenctl-0.1.0-darwin-x64.tar.gz"
+      sha256 "${HASH(2)}"
+    end
+  end
+
+  on_linux do
+    on_arm do
+      url "${BASE}/queenctl-0.1.0-linux-arm64.tar.gz"
+      sha256 "${HASH(3)}"
+    end
+    on_intel do
+      url "${BASE}/queenctl-0.1.0-linux-x64.tar.gz"
+      sha256 "${HASH(4)}"
+    end
+  end
+
+  def install
+    bin.install "queenctl"
+    man1.install Dir["man/man1/*.1"]
+    bash_completion.install "completions/queenctl.bash" => "queenctl"
+    zsh_completion.install "completions/_queenctl"
+    fish_completion.install "completions/queenctl.fish"
+  end
+
+  test do
+    assert_equal version.to_s, shell_output("#{bin}/queenctl --version").strip
+  end
+end
+`;
+
+const MANIFEST = {
+  version: '0.1.0',
+  description: 'Lease tooling for Queen MQ operators',
+  homepage: 'https://www.npmjs.com/package/queenctl',
+  license: 'MIT',
+  notes: [
+    'lease watch -- <command> and lease run need POSIX process groups and signals: on Windows they',
+    'are refused; run them in WSL. Every other verb works here.',
+  ],
+  architecture: {
+    '64bit': {
+      url: `${BASE}/queenctl-0.1.0-windows-x64.zip`,
+      hash: HASH(5),
+      extract_dir: 'queenctl-0.1.0-windows-x64',
+    },
+  },
+  bin: 'queenctl.exe',
+  checkver: { github: 'https://github.com/queen-mq/queenctl' },
+  autoupdate: {
+    architecture: {
+      '64bit': {
+        url: 'https://github.com/queen-mq/queenctl/releases/download/v$version/queenctl-$version-windows-x64.zip',
+        extract_dir: 'queenctl-$version-windows-x64',
+        hash: { url: '$baseurl/SHA256SUMS', regex: '([a-fA-F0-9]{64})\\s+\\*?$basename' },
+      },
+    },
+  },
+};
+
+describe('the Homebrew formula', () => {
+  it('is exactly this: each OS and CPU its archive and sha256, what install puts where, a test', () => {
+    assert.equal(homebrewFormula(INPUT), FORMULA);
+  });
+
+  it('quotes what Ruby would interpolate or end', () => {
+    const text = homebrewFormula({ ...INPUT, homepage: 'https://example.org/a"b#{x}\\' });
+    assert.match(text, /^ {2}homepage "https:\/\/example\.org\/a\\"b\\#\{x\}\\\\"$/m);
+  });
+
+  it("refuses a desc brew audit would, an archive SHA256SUMS lacks, a version that isn't one", () => {
+    assert.throws(() => homebrewFormula({ ...INPUT, description: 'A lease tool' }), /no article first/);
+    assert.throws(() => homebrewFormula({ ...INPUT, description: 'Lease tooling.' }), /no final period/);
+    assert.throws(() => homebrewFormula({ ...INPUT, description: 'x'.repeat(81) }), /at most 80 characters/);
+    const sums = new Map(INPUT.sums);
+    sums.delete('queenctl-0.1.0-linux-arm64.tar.gz');
+    assert.throws(
+      () => homebrewFormula({ ...INPUT, sums }),
+      /SHA256SUMS has no queenctl-0.1.0-linux-arm64.tar.gz: the homebrew file needs it/,
+    );
+    assert.throws(() => homebrewFormula({ ...INPUT, version: '0.1' }), /version "0.1" is not x.y.z/);
+    assert.throws(() => homebrewFormula({ ...INPUT, description: 'two\nlines' }), /description must be one line/);
+  });
+});
+
+describe('the Scoop manifest', () => {
+  it('is exactly this: the zip, its hash, its directory, the bin, checkver and autoupdate', () => {
+    assert.deepEqual(scoopManifest(INPUT), MANIFEST);
+    assert.deepEqual(scoopRuleViolations(scoopManifest(INPUT)), []);
+  });
+
+  it('no GitHub repository: no checkver, no autoupdate; a base without the version: no autoupdate', () => {
+    const { checkver, autoupdate, ...rest } = MANIFEST;
+    assert.deepEqual(scoopManifest({ ...INPUT, repository: undefined }), rest);
+    assert.deepEqual(scoopManifest({ ...INPUT, baseUrl: 'https://dl.example.org/latest' }), {
+      ...rest,
+      architecture: {
+        '64bit': { ...rest.architecture['64bit'], url: 'https://dl.example.org/latest/queenctl-0.1.0-windows-x64.zip' },
+      },
+      checkver,
+    });
+  });
+
+  it("the rules of Scoop's schema find what a broken manifest breaks", () => {
+    const broken = {
+      ...MANIFEST,
+      version: '0.1 beta',
+      arch: {},
+      architecture: { '64bit': { ...MANIFEST.architecture['64bit'], hash: 'abc', url: 'file-$version.zip' } },
+    };
+    assert.deepEqual(scoopRuleViolations(broken), [
+      'version "0.1 beta" does not match ^[\\w\\-.+_]+$',
+      'unknown property arch',
+      'architecture.64bit.url: "file-$version.zip" is not a URL without $',
+      'architecture.64bit.hash: "abc" is not a sha256',
+    ]);
+  });
+});
+
+describe('packageManagerFiles: both files from what the release has', () => {
+  it("package.json and packaging/release.json's fields, the explicit download base", () => {
+    const files = packageManagerFiles({
+      version: '0.1.0',
+      sha256sums: SUMS_TEXT,
+      pkg: { license: 'MIT', description: 'Lease tooling for Queen MQ operators' },
+      meta: { homepage: 'https://www.npmjs.com/package/queenctl', summary: 'lease tooling for Queen MQ operators' },
+      downloadBase: 'https://github.com/queen-mq/queenctl/releases/download/v{version}',
+    });
+    assert.deepEqual(Object.keys(files), ['queenctl.rb', 'queenctl.json']);
+    assert.equal(files['queenctl.rb'], FORMULA);
+    assert.equal(files['queenctl.json'], `${JSON.stringify(MANIFEST, null, 4)}\n`);
+  });
+});
+
+const hasRuby = spawnSync('ruby', ['--version'], { stdio: 'ignore', timeout: 10_000 }).status === 0;
+const RUBY_SKIP = hasRuby ? false : 'no ruby here (Debian package `ruby`)';
+/**
+ * Homebrew's DSL, as much of it as the formula uses: the class methods record what they are
+ * given (on_macos/on_linux/on_arm/on_intel run their block only on the OS and CPU asked for),
+ * install's targets record what goes where, and the test block runs with `bin` a directory
+ * holding a stand-in queenctl. Prints JSON.
+ */
+const STUB = `require "json"
+OS_WANTED, CPU_WANTED, BIN_DIR = ARGV[1], ARGV[2], ARGV[3]
+class Target
+  def initialize(name, log)
+    @name, @log = name, log
+  end
+  def install(*args)
+    args.each { |arg| @log << [@name, arg.is_a?(Hash) ? arg.to_a.flatten : [arg].flatten] }
+  end
+  def to_s = BIN_DIR
+end
+class Formula
+  class << self
+    def fields = (@fields ||= {})
+    %i[desc homepage version license url sha256].each do |key|
+      define_method(key) { |value| (fields[key] ||= []) << value }
+    end
+    def on_macos = (yield if OS_WANTED == "macos")
+    def on_linux = (yield if OS_WANTED == "linux")
+    def on_arm = (yield if CPU_WANTED == "arm")
+    def on_intel = (yield if CPU_WANTED == "intel")
+    def test(&block) = (@test_block = block)
+    attr_reader :test_block
+  end
+  def log = (@log ||= [])
+  %i[bin man1 bash_completion zsh_completion fish_completion].each do |name|
+    define_method(name) { Target.new(name.to_s, log) }
+  end
+  def version = self.class.fields[:version].first
+  def shell_output(command) = \`#{command}\`
+  def assert_equal(expected, actual)
+    raise "expected #{expected.inspect}, got #{actual.inspect}" unless expected == actual
+  end
+end
+load ARGV[0]
+formula = Queenctl.new
+formula.install
+tested = begin
+  formula.instance_exec(&Queenctl.test_block)
+  "passed"
+rescue RuntimeError => error
+  error.message
+end
+puts JSON.generate(fields: Queenctl.fields, installed: formula.log, test: tested)
+`;
+
+describe('the formula, read by Ruby', { skip: RUBY_SKIP }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'formula-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const formula = join(dir, 'queenctl.rb');
+  writeFileSync(formula, FORMULA);
+  writeFileSync(join(dir, 'stub.rb'), STUB);
+  // The unpacked archive as Homebrew stages it (it enters the archive's only directory).
+  const staged = join(dir, 'staged');
+  mkdirSync(join(staged, 'man', 'man1'), { recursive: true });
+  for (const page of ['queenctl.1', 'queenctl-lease.1']) writeFileSync(join(staged, 'man', 'man1', page), '');
+  const bin = join(dir, 'bin');
+  mkdirSync(bin);
+
+  it('ruby -c: the syntax is Ruby', async () => {
+    const result = await runProcess('ruby', ['-c', formula], { exit: 0, timeoutMs: 30_000 });
+    assert.equal(result.stdout, 'Syntax OK\n');
+  });
+
+  for (const [os, cpu, platform, digit] of [
+    ['macos', 'arm', 'darwin-arm64', 1],
+    ['macos', 'intel', 'darwin-x64', 2],
+    ['linux', 'arm', 'linux-arm64', 3],
+    ['linux', 'intel', 'linux-x64', 4],
+  ] as const) {
+    it(`${os} on ${cpu}: the ${platform} archive, everything installed, the test passes`, async () => {
+      writeFileSync(join(bin, 'queenctl'), '#!/bin/sh\necho 0.1.0\n');
+      chmodSync(join(bin, 'queenctl'), 0o755);
+      const result = await runProcess('ruby', [join(dir, 'stub.rb'), formula, os, cpu, bin], {
+        exit: 0,
+        timeoutMs: 30_000,
+        cwd: staged,
+      });
+      assert.deepEqual(JSON.parse(result.stdout), {
+        fields: {
+          desc: ['Lease tooling for Queen MQ operators'],
+          homepage: ['https://www.npmjs.com/package/queenctl'],
+          version: ['0.1.0'],
+          license: ['MIT'],
+          url: [`${BASE}/queenctl-0.1.0-${platform}.tar.gz`],
+          sha256: [HASH(digit)],
+        },
+        installed: [
+          ['bin', ['queenctl']],
+          ['man1', ['man/man1/queenctl-lease.1', 'man/man1/queenctl.1']],
+          ['bash_completion', ['completions/queenctl.bash', 'queenctl']],
+          ['zsh_completion', ['completions/_queenctl']],
+          ['fish_completion', ['completions/queenctl.fish']],
+        ],
+        test: 'passed',
+      });
+    });
+  }
+
+  it('the test fails against a queenctl of another version', async () => {
+    writeFileSync(join(bin, 'queenctl'), '#!/bin/sh\necho 0.0.9\n');
+    chmodSync(join(bin, 'queenctl'), 0o755);
+    const result = await runProcess('ruby', [join(dir, 'stub.rb'), formula, 'linux', 'intel', bin], {
+      exit: 0,
+      timeoutMs: 30_000,
+      cwd: staged,
+    });
+    assert.equal(JSON.parse(result.stdout).test, 'expected "0.1.0", got "0.0.9"');
+  });
+});
+
+/**
+ * The rules of Scoop's schema.json (ScoopInstaller/Scoop) for the properties a manifest of ours
+ * uses, and its closed sets of properties (additionalProperties: false): each violation, in order.
+ */
+function scoopRuleViolations(manifest: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  const TOP = [
+    '##',
+    '_comment',
+    'architecture',
+    'autoupdate',
+    'bin',
+    'persist',
+    'checkver',
+    'cookie',
+    'depends',
+    'description',
+    'env_add_path',
+    'env_set',
+    'extract_dir',
+    'extract_to',
+    'hash',
+    'homepage',
+    'innosetup',
+    'installer',
+    'license',
+    'msi',
+    'notes',
+    'post_install',
+    'pre_install',
+    'psmodule',
+    'shortcuts',
+    'suggest',
+    'uninstaller',
+    'url',
+    'version',
+  ];
+  const ARCH = ['bin', 'checkver', 'extract_dir', 'hash', 'installer', 'msi', 'post_install', 'pre_install'];
+  const ARCH_ALL = [...ARCH, 'shortcuts', 'uninstaller', 'url'];
+  const HASH_EXTRACTION = ['find', 'regex', 'jp', 'jsonpath', 'xpath', 'mode', 'type', 'url'];
+  const CHECKVER = ['github', 're', 'regex', 'url', 'jp', 'jsonpath', 'xpath', 'reverse', 'replace', 'useragent'];
+  const isUri = (value: unknown) => typeof value === 'string' && /^[a-z][a-z0-9+.-]*:\S+$/i.test(value);
+  const HASH_PATTERN = new RegExp(
+    '^([a-fA-F0-9]{64}|(sha1|sha256|sha512|md5):' +
+      '([a-fA-F0-9]{32}|[a-fA-F0-9]{40}|[a-fA-F0-9]{64}|[a-fA-F0-9]{128}))$',
+  );
+  const isHash = (value: unknown) => typeof value === 'string' && HASH_PATTERN.test(value);
+  const isStrings = (value: unknown) =>
+    typeof value === 'string' ||
+    (Array.isArray(value) && value.length > 0 && value.every((item) => typeof item === 'string'));
+  const object = (value: unknown) => (value && typeof value === 'object' ? (value as Record<string, unknown>) : {});
+  const closed = (value: unknown, allowed: string[], where: string) => {
+    for (const key of Object.keys(object(value)))
+      if (!allowed.includes(key)) problems.push(`unknown property ${where}${key}`);
+  };
+
+  if (typeof manifest.version !== 'string') problems.push('version is required');
+  else if (!/^[\w\-.+_]+$/.test(manifest.version))
+    problems.push(`version ${JSON.stringify(manifest.version)} does not match ^[\\w\\-.+_]+$`);
+  closed(manifest, TOP, '');
+  for (const key of ['description', 'homepage', 'license'])
+    if (typeof manifest[key] !== 'string') problems.push(`${key} must be a string`);
+  if (!isUri(manifest.homepage)) problems.push('homepage is not a URI');
+  if (manifest.notes !== undefined && !isStrings(manifest.notes)) problems.push('notes: a string or strings');
+  if (manifest.bin !== undefined && !isStrings(manifest.bin)) problems.push('bin: a string or strings');
+  closed(manifest.architecture, ['32bit', '64bit'], 'architecture.');
+  for (const [arch, entry] of Object.entries(object(manifest.architecture))) {
+    closed(entry, ARCH_ALL, `architecture.${arch}.`);
+    const { url, hash, extract_dir: dir } = object(entry);
+    if (!isUri(url) || String(url).includes('$'))
+      problems.push(`architecture.${arch}.url: ${JSON.stringify(url)} is not a URL without $`);
+    if (!isHash(hash)) problems.push(`architecture.${arch}.hash: ${JSON.stringify(hash)} is not a sha256`);
+    if (dir !== undefined && !isStrings(dir)) problems.push(`architecture.${arch}.extract_dir: a string`);
+  }
+  if (manifest.checkver !== undefined && typeof manifest.checkver !== 'string') {
+    closed(manifest.checkver, CHECKVER, 'checkver.');
+    const { github } = object(manifest.checkver);
+    if (github !== undefined && !isUri(github)) problems.push('checkver.github is not a URI');
+  }
+  if (manifest.autoupdate !== undefined) {
+    closed(manifest.autoupdate, ['architecture', 'extract_dir', 'hash', 'note', 'url'], 'autoupdate.');
+    const arches = object(object(manifest.autoupdate).architecture);
+    closed(arches, ['32bit', '64bit'], 'autoupdate.architecture.');
+    for (const [arch, entry] of Object.entries(arches)) {
+      closed(entry, ['extract_dir', 'url', 'hash'], `autoupdate.architecture.${arch}.`);
+      const { url, hash, extract_dir: dir } = object(entry);
+      if (!isUri(url)) problems.push(`autoupdate.architecture.${arch}.url is not a URI`);
+      if (dir !== undefined && typeof dir !== 'string') problems.push(`autoupdate.architecture.${arch}.extract_dir`);
+      closed(hash, HASH_EXTRACTION, `autoupdate.architecture.${arch}.hash.`);
+      const hashUrl = object(hash).url;
+      if (hashUrl !== undefined && !(isUri(hashUrl) || /^.*(\$url|\$baseurl).*$/.test(String(hashUrl))))
+        problems.push(`autoupdate.architecture.${arch}.hash.url`);
+      const regex = object(hash).regex;
+      if (regex !== undefined) {
+        try {
+          new RegExp(String(regex).replace('$basename', 'x'));
+        } catch {
+          problems.push(`autoupdate.architecture.${arch}.hash.regex is no regex`);
+        }
+      }
+    }
+  }
+  return problems;
+}
