@@ -334,9 +334,10 @@ async function openTransport(
 ): Promise<Transport> {
   const { connections, insecure, ca, trace } = options;
   if (requests === 'few' && proxy === undefined) {
-    trace?.('transport: node:http (a few requests)');
-    const { NodeHttpTransport } = await import('../broker/node-http-transport.js');
-    return new NodeHttpTransport({ connections, insecure, ca });
+    // HTTP/1.1 over node:net for http, node:http for https (net-transport.ts, issue 41).
+    trace?.('transport: node:net (a few requests; node:http for https)');
+    const { NetTransport } = await import('../broker/net-transport.js');
+    return new NetTransport({ connections, insecure, ca });
   }
   trace?.(`transport: undici (${proxy === undefined ? 'many requests' : 'a proxy is in force'})`);
   const { UndiciTransport } = await import('../broker/undici-transport.js');
