@@ -71,6 +71,17 @@ const chunked = {
   },
 };
 
+/**
+ * `text`, refused unless it is ASCII: bin/queenctl.cjs reads each file of the bundle as Latin-1,
+ * which skips decoding UTF-8 (esbuild escapes every other character: its `charset` is ascii).
+ */
+function ascii(file, text) {
+  const at = text.search(/[^\x00-\x7f]/);
+  if (at !== -1)
+    throw new Error(`${file}: a character that is not ASCII at ${at}; bin/queenctl.cjs reads it as Latin-1`);
+  return text;
+}
+
 /** `undici` itself (not its deep modules, which are bundled) stays a runtime import. */
 const undiciIndexExternal = {
   name: 'undici-index-external',
@@ -156,8 +167,9 @@ for (const chunk of chunkBuilds) hash.update(chunk.bundled.contents);
 const buildId = hash.digest('hex').slice(0, 16);
 await mkdir(dirname(outfile), { recursive: true });
 const firstLine = `// queenctl build ${buildId} node ${process.version}\n`;
-await writeFile(outfile, `${firstLine}${bundled.text}`);
-for (const chunk of chunkBuilds) await writeFile(chunk.outfile, `${firstLine}${chunk.bundled.text}`);
+await writeFile(outfile, ascii(outfile, `${firstLine}${bundled.text}`));
+for (const chunk of chunkBuilds)
+  await writeFile(chunk.outfile, ascii(chunk.outfile, `${firstLine}${chunk.bundled.text}`));
 // The npm packages bundled are not installed with queenctl (package.json lists them under
 // devDependencies: only cli-table3 and undici's index are required at run time), so their
 // licences go with the files that carry them.
@@ -209,7 +221,12 @@ try {
     const env = { ...process.env, XDG_CACHE_HOME: join(scratch, 'completion-cache') };
     scripts[shell] = execFileSync(process.execPath, [bin, 'completion', shell], { encoding: 'utf8', env });
   }
-  await writeFile(completionFile, `${firstLine}module.exports = ${JSON.stringify({ scripts })};\n`);
+  // Non-ASCII characters escaped, as esbuild writes the other files: the bin reads them as Latin-1.
+  const json = JSON.stringify({ scripts }).replace(
+    /[\u007f-\uffff]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+  await writeFile(completionFile, ascii(completionFile, `${firstLine}module.exports = ${json};\n`));
 
   // Code caches made by runs that take the common paths, so later runs skip compiling what they
   // compiled: one set for each kind of run (bin/queenctl.cjs), `net` by lease runs (parse flags,
