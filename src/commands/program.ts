@@ -26,11 +26,22 @@ export interface ProgramBuild {
  * queenctl's commander program. `output` is where commander writes help and its errors (the
  * run's ports); every command gets it, exitOverride and the global options in its help.
  */
-export function buildProgram(globals: GlobalContext, build: ProgramBuild, output?: OutputConfiguration): Command {
+export function buildProgram(
+  globals: GlobalContext,
+  build: ProgramBuild,
+  output?: OutputConfiguration,
+  argv?: readonly string[],
+): Command {
   const program = addGlobalOptions(new Command('queenctl'))
     .description('Lease tooling for Queen MQ operators: renewals that never call a dead lease renewed')
     .version(build.version, '--version', 'print the version')
     .exitOverride();
+  // `queenctl --version` and nothing else prints the version as the first option commander
+  // reads, before any command is looked for: the commands need not be built (issue 41).
+  if (argv?.length === 1 && argv[0] === '--version') {
+    if (output) program.configureOutput(output);
+    return program;
+  }
   program.addCommand(leaseCommand(globals));
   program.addCommand(configCommand(globals));
   program.addCommand(pingCommand(globals));

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Health } from '../../src/broker/health.js';
 import { BUILD_INFO } from '../../src/build-info.js';
+import { globalContext } from '../../src/commands/globals.js';
+import { buildProgram } from '../../src/commands/program.js';
 import {
   type Build,
   contextLine,
@@ -13,6 +15,7 @@ import {
 import { BrokerError, UsageError } from '../../src/exit.js';
 import { resolveFormat } from '../../src/output/format.js';
 import { bufferIO, FakeClock } from '../support/fakes.js';
+import { runInProcess } from '../support/in-process.js';
 
 const npm: Build = {
   version: '0.1.0',
@@ -184,5 +187,30 @@ describe('version, asking the broker', () => {
   it('-o jsonpath= applies to the object', async () => {
     const { io } = await run(healthy, 'jsonpath={.broker.version} {.context.name}');
     assert.equal(io.stdout.text, '1.0.0 prod');
+  });
+});
+
+describe('--version alone', () => {
+  it('builds no command (issue 41), and prints what --version among other words prints', async () => {
+    const globals = globalContext(
+      {
+        env: {},
+        stdout: { write: () => true },
+        stderr: { write: () => true },
+        stdin: undefined as never,
+        signal: new AbortController().signal,
+        argvAfterDashDash: null,
+        relaySignals: () => () => {},
+        setExitCode: () => {},
+      },
+      npm.version,
+    );
+    assert.equal(buildProgram(globals, npm, undefined, ['--version']).commands.length, 0);
+    assert.ok(buildProgram(globals, npm, undefined, ['--version', 'lease']).commands.length > 0);
+    assert.ok(buildProgram(globals, npm).commands.length > 0);
+    for (const argv of [['--version'], ['--version', '-q'], ['lease', '--version']]) {
+      const result = await runInProcess(argv);
+      assert.deepEqual([result.code, result.stdout, result.stderr], [0, `${npm.version}\n`, ''], argv.join(' '));
+    }
   });
 });
