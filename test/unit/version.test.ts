@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { Command } from 'commander';
 import type { Health } from '../../src/broker/health.js';
 import { BUILD_INFO } from '../../src/build-info.js';
 import { globalContext } from '../../src/commands/globals.js';
@@ -190,8 +191,8 @@ describe('version, asking the broker', () => {
   });
 });
 
-describe('--version alone', () => {
-  it('builds no command (issue 41), and prints what --version among other words prints', async () => {
+describe('the command tree a command line builds (issue 41)', () => {
+  it('--version alone: no command; lease <verb>: that verb; else all; --version prints the same', async () => {
     const globals = globalContext(
       {
         env: {},
@@ -205,9 +206,29 @@ describe('--version alone', () => {
       },
       npm.version,
     );
-    assert.equal(buildProgram(globals, npm, undefined, ['--version']).commands.length, 0);
-    assert.ok(buildProgram(globals, npm, undefined, ['--version', 'lease']).commands.length > 0);
-    assert.ok(buildProgram(globals, npm).commands.length > 0);
+    const tree = (argv?: string[]): string[] => {
+      const names = (command: Command): string[] => [
+        command.name(),
+        ...command.commands.flatMap((child) => names(child).map((name) => `${command.name()} ${name}`)),
+      ];
+      return names(buildProgram(globals, npm, undefined, argv)).slice(1);
+    };
+    const whole = tree();
+    assert.ok(whole.includes('queenctl config get-contexts') && whole.includes('queenctl lease run'));
+    assert.deepEqual(tree(['--version']), []);
+    // `lease <verb>` first: that verb alone; anything else (help, an option first, a typo): the whole tree.
+    assert.deepEqual(tree(['lease', 'extend', 'x', '-o', 'json']), ['queenctl lease', 'queenctl lease extend']);
+    assert.deepEqual(tree(['lease', 'run', 'q', '--', 'cmd', '--help']), ['queenctl lease', 'queenctl lease run']);
+    for (const argv of [
+      ['--version', 'lease'],
+      ['lease', 'extend', 'x', '--help'],
+      ['lease', 'extend', 'help'],
+      ['--context', 'lease', 'lease', 'extend', 'x'],
+      ['lease', 'exten', 'x'],
+      ['lease', 'toString'],
+      ['config', 'get-contexts'],
+    ])
+      assert.deepEqual(tree(argv), whole, argv.join(' '));
     for (const argv of [['--version'], ['--version', '-q'], ['lease', '--version']]) {
       const result = await runInProcess(argv);
       assert.deepEqual([result.code, result.stdout, result.stderr], [0, `${npm.version}\n`, ''], argv.join(' '));
