@@ -36,9 +36,6 @@ export function buildProgram(
     .description('Lease tooling for Queen MQ operators: renewals that never call a dead lease renewed')
     .version(build.version, '--version', 'print the version')
     .exitOverride();
-  // `queenctl --version` and nothing else prints the version as the first option commander
-  // reads, before any command is looked for: the commands need not be built (issue 41).
-  if (argv?.length === 1 && argv[0] === '--version') return configureEvery(program, output);
   const verb = namedLeaseVerb(argv);
   program.addCommand(leaseCommand(globals, verb));
   // A command line that starts with `lease <verb>` reaches that verb only: the rest of the tree,
