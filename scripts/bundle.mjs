@@ -2,8 +2,9 @@
 // of ~100 modules to resolve), then a V8 code cache for it from a representative run. Plain JS
 // because it runs before anything is compiled. See issue 6 and bin/queenctl.cjs.
 import { build } from 'esbuild';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -70,6 +71,34 @@ const chunked = {
     builder.onResolve({ filter: /^\.\/queenctl-[a-z]+\.cjs$/ }, (args) => ({ path: args.path, external: true }));
   },
 };
+
+/**
+ * The broker the build's warm-up runs renew their leases on: every extend renewed for a minute,
+ * as the documented answer says it; its port on the first line of its output.
+ */
+const WARM_UP_BROKER = `const server = require('node:http').createServer((request, response) => {
+  request.resume();
+  request.on('end', () => {
+    const id = /^\\/api\\/v1\\/lease\\/([^/]+)\\/extend$/.exec(request.url ?? '')?.[1];
+    if (request.method !== 'POST' || id === undefined) return response.writeHead(404).end();
+    const at = new Date(Date.now() + 60000).toISOString();
+    const answer = { leaseId: decodeURIComponent(id), success: true, renewed: 1, newExpiresAt: at, expiresAt: at,
+      lease_expires_at: at };
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+  });
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));`;
+
+/**
+ * `text`, refused unless it is ASCII: bin/queenctl.cjs reads each file of the bundle as Latin-1,
+ * which skips decoding UTF-8 (esbuild escapes every other character: its `charset` is ascii).
+ */
+function ascii(file, text) {
+  const at = text.search(/[^\x00-\x7f]/);
+  if (at !== -1)
+    throw new Error(`${file}: a character that is not ASCII at ${at}; bin/queenctl.cjs reads it as Latin-1`);
+  return text;
+}
 
 /** `undici` itself (not its deep modules, which are bundled) stays a runtime import. */
 const undiciIndexExternal = {
@@ -156,8 +185,9 @@ for (const chunk of chunkBuilds) hash.update(chunk.bundled.contents);
 const buildId = hash.digest('hex').slice(0, 16);
 await mkdir(dirname(outfile), { recursive: true });
 const firstLine = `// queenctl build ${buildId} node ${process.version}\n`;
-await writeFile(outfile, `${firstLine}${bundled.text}`);
-for (const chunk of chunkBuilds) await writeFile(chunk.outfile, `${firstLine}${chunk.bundled.text}`);
+await writeFile(outfile, ascii(outfile, `${firstLine}${bundled.text}`));
+for (const chunk of chunkBuilds)
+  await writeFile(chunk.outfile, ascii(chunk.outfile, `${firstLine}${chunk.bundled.text}`));
 // The npm packages bundled are not installed with queenctl (package.json lists them under
 // devDependencies: only cli-table3 and undici's index are required at run time), so their
 // licences go with the files that carry them.
@@ -209,7 +239,12 @@ try {
     const env = { ...process.env, XDG_CACHE_HOME: join(scratch, 'completion-cache') };
     scripts[shell] = execFileSync(process.execPath, [bin, 'completion', shell], { encoding: 'utf8', env });
   }
-  await writeFile(completionFile, `${firstLine}module.exports = ${JSON.stringify({ scripts })};\n`);
+  // Non-ASCII characters escaped, as esbuild writes the other files: the bin reads them as Latin-1.
+  const json = JSON.stringify({ scripts }).replace(
+    /[\u007f-\uffff]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+  await writeFile(completionFile, ascii(completionFile, `${firstLine}module.exports = ${json};\n`));
 
   // Code caches made by runs that take the common paths, so later runs skip compiling what they
   // compiled: one set for each kind of run (bin/queenctl.cjs), `net` by lease runs (parse flags,
@@ -236,21 +271,32 @@ try {
         stdio: ['pipe', 'ignore', 'ignore'],
       });
     } catch {
-      // Exit 2 (nothing listens on port 9) is the expected end of a lease warm-up run.
+      // Exit 2 (nothing listens on port 9) is the expected end of that lease warm-up run.
     }
   };
-  const server = ['--server', 'http://127.0.0.1:9', '--retries', '0', '--timeout', '2s'];
-  const extend = (ids) => ['lease', 'extend', ids, ...server];
-  // `lease extend -` (ids from standard input) sends over undici, under --liftoff-only on Node 20:
-  // its run makes the caches of the files loaded after that flag (undici's, chalk's for a table in
-  // colour). `lease extend <id>` goes over node:http: a table in colour, then JSON, the common path
-  // of scripts, make the net kind's caches of the bundle, yaml's and chalk's.
-  warmUp(['lease', 'extend', '--help']);
-  warmUp([...extend('-'), '-o', 'table', '--color'], 'warm-up\n');
-  warmUp([...extend('warm-up'), '-o', 'table', '--color']);
-  warmUp([...extend('warm-up'), '-o', 'json']);
-  // -o jsonpath parses its template before anything is sent: the cache of jsonpath's file.
-  warmUp([...extend('warm-up'), '-o', 'jsonpath={.renewed}']);
+  // The lease runs are answered, so the caches hold the path of a renewal (reading the answer,
+  // checking it, printing it: issue 41), by a broker of a few lines in a process of its own (the
+  // runs below are synchronous); and one run meets nothing on port 9, for the path of a failure.
+  const broker = spawn(process.execPath, ['-e', WARM_UP_BROKER], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const [line] = await once(broker.stdout, 'data');
+    const url = `http://127.0.0.1:${Number.parseInt(line.toString(), 10)}`;
+    const options = ['--retries', '0', '--timeout', '2s'];
+    const extend = (ids, at = url) => ['lease', 'extend', ids, '--server', at, ...options];
+    // `lease extend -` (ids from standard input) sends over undici, under --liftoff-only on Node
+    // 20: its run makes the caches of the files loaded after that flag (undici's, chalk's for a
+    // table in colour). `lease extend <id>` goes over node:net: a table in colour, then JSON, the
+    // common path of scripts, make the net kind's caches of the bundle, yaml's and chalk's.
+    warmUp(['lease', 'extend', '--help']);
+    warmUp([...extend('-'), '-o', 'table', '--color'], 'warm-up\n');
+    warmUp([...extend('warm-up'), '-o', 'table', '--color']);
+    warmUp([...extend('warm-up'), '-o', 'json']);
+    warmUp([...extend('warm-up', 'http://127.0.0.1:9'), '-o', 'json']);
+    // -o jsonpath parses its template before anything is sent: the cache of jsonpath's file.
+    warmUp([...extend('warm-up'), '-o', 'jsonpath={.renewed}']);
+  } finally {
+    broker.kill();
+  }
   // The local kind.
   warmUp(['help']);
   warmUp(['completion', 'bash']);

@@ -297,7 +297,7 @@ export async function run(rawArgs: readonly (string | Uint8Array)[], ports: CliP
     getErrHasColors: () => commanderColor(ports.env) ?? Boolean(ports.stderr.isTTY && ports.stderr.hasColors?.()),
   };
   const globals = globalContext(processPorts, VERSION);
-  const program = buildProgram(globals, { version: VERSION, info: BUILD_INFO, node: ports.nodeVersion }, output);
+  const program = buildProgram(globals, { version: VERSION, info: BUILD_INFO, node: ports.nodeVersion }, output, argv);
 
   try {
     // Help is written synchronously: what fits it to a terminal is loaded before, when help may

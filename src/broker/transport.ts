@@ -1,10 +1,11 @@
 /**
  * The HTTP layer's port: what a request and a failure are, in words the client (client.ts) uses
- * without knowing undici or node:http. Two implementations, loaded only by a run that sends a
- * request, so `--version`, help, config and usage errors pay for neither (issue 19):
+ * without knowing undici, node:net or node:http. Three implementations, loaded only by a run
+ * that sends a request, so `--version`, help, config and usage errors pay for none (issue 19):
  * undici-transport.ts (the one module that loads undici) for runs that send many requests, and
- * node-http-transport.ts for runs that send a few (commands/globals.ts chooses;
- * docs/architecture.md). This module loads neither.
+ * net-transport.ts for runs that send a few (issue 41), which hands an https origin to
+ * node-http-transport.ts (commands/globals.ts chooses; docs/architecture.md). This module loads
+ * none of them.
  */
 import type { ProxySettings } from '../config/proxy.js';
 import type { RawAnswer } from './contract.js';

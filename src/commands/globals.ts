@@ -118,11 +118,11 @@ export interface RunOptions {
   /**
    * How many requests the run sends, which chooses the transport (docs/architecture.md): `few`
    * (a number the command line fixes: ids given as arguments, one listing, a ping) goes over
-   * node:http, which Node has ready, at ~+13 ms of start-up; `many` (ids from standard input, a
-   * watch, a listing that asks each lease's expiry) over undici, ~+40 ms to load but cheaper by
-   * the request. A broker reached through a proxy is always undici's: node:http has no proxy
-   * support; a run whose brokers are all exempt from the proxy (localhost, loopback, NO_PROXY)
-   * keeps node:http.
+   * node:net (node:http for https), which Node has ready, at ~+10 ms of start-up; `many` (ids
+   * from standard input, a watch, a listing that asks each lease's expiry) over undici, ~+40 ms
+   * to load but cheaper by the request. A broker reached through a proxy is always undici's: the
+   * others have no proxy support; a run whose brokers are all exempt from the proxy (localhost,
+   * loopback, NO_PROXY) keeps node:net.
    */
   requests: 'few' | 'many';
   /** The system clock unless given; `watch` measures on monotonic time (clock.ts). */
@@ -332,7 +332,7 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
 
 /**
  * The transport a run's requests go over, loaded only here, where a request will be sent: never
- * by `--version`, help, config or a usage error. node:http for a few requests, undici for many
+ * by `--version`, help, config or a usage error. node:net for a few requests, undici for many
  * or behind a proxy (RunOptions.requests); -v names the one chosen.
  */
 async function openTransport(
@@ -342,9 +342,10 @@ async function openTransport(
 ): Promise<Transport> {
   const { connections, insecure, ca, trace } = options;
   if (requests === 'few' && proxy === undefined) {
-    trace?.('transport: node:http (a few requests)');
-    const { NodeHttpTransport } = await import('../broker/node-http-transport.js');
-    return new NodeHttpTransport({ connections, insecure, ca });
+    // HTTP/1.1 over node:net for http, node:http for https (net-transport.ts, issue 41).
+    trace?.('transport: node:net (a few requests; node:http for https)');
+    const { NetTransport } = await import('../broker/net-transport.js');
+    return new NetTransport({ connections, insecure, ca });
   }
   trace?.(`transport: undici (${proxy === undefined ? 'many requests' : 'a proxy is in force'})`);
   const { UndiciTransport } = await import('../broker/undici-transport.js');

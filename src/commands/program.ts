@@ -10,7 +10,7 @@ import { errorMessage } from '../output/words.js';
 import { completeCommand, completionCommand } from './completion.js';
 import { configCommand } from './config/index.js';
 import { addGlobalOptions, type GlobalContext } from './globals.js';
-import { leaseCommand } from './lease/index.js';
+import { LEASE_VERBS, leaseCommand } from './lease/index.js';
 import { pingCommand } from './ping.js';
 import { versionCommand } from './version.js';
 
@@ -26,12 +26,21 @@ export interface ProgramBuild {
  * queenctl's commander program. `output` is where commander writes help and its errors (the
  * run's ports); every command gets it, exitOverride and the global options in its help.
  */
-export function buildProgram(globals: GlobalContext, build: ProgramBuild, output?: OutputConfiguration): Command {
+export function buildProgram(
+  globals: GlobalContext,
+  build: ProgramBuild,
+  output?: OutputConfiguration,
+  argv?: readonly string[],
+): Command {
   const program = addGlobalOptions(new Command('queenctl'))
     .description('Lease tooling for Queen MQ operators: renewals that never call a dead lease renewed')
     .version(build.version, '--version', 'print the version')
     .exitOverride();
-  program.addCommand(leaseCommand(globals));
+  const verb = namedLeaseVerb(argv);
+  program.addCommand(leaseCommand(globals, verb));
+  // A command line that starts with `lease <verb>` reaches that verb only: the rest of the tree,
+  // ~2 ms to build, is left out (issue 41). Help, which lists commands, builds it all.
+  if (verb !== undefined) return configureEvery(program, output);
   program.addCommand(configCommand(globals));
   program.addCommand(pingCommand(globals));
   program.addCommand(completionCommand(globals));
@@ -63,7 +72,22 @@ Examples:
     .argument('[command...]', 'a command, or a group and its verb')
     .addHelpText('after', '\nExamples:\n  queenctl help lease extend\n  queenctl help config')
     .action((path: string[]) => showHelpOf(program, path));
-  // Subcommands built elsewhere do not inherit these settings; give them to every command.
+  return configureEvery(program, output);
+}
+
+/**
+ * The verb of `lease <verb> ...`: the first two words, with no option before them (whose value
+ * could be taken for a word), and no help asked for anywhere before `--`. undefined otherwise.
+ */
+function namedLeaseVerb(argv: readonly string[] | undefined): string | undefined {
+  if (argv === undefined || argv[0] !== 'lease' || !Object.hasOwn(LEASE_VERBS, argv[1] ?? '')) return undefined;
+  const words = argv.includes('--') ? argv.slice(0, argv.indexOf('--')) : argv;
+  if (words.some((word) => word === '-h' || word === '--help' || word === 'help')) return undefined;
+  return argv[1];
+}
+
+/** Subcommands built elsewhere do not inherit these settings; give them to every command. */
+function configureEvery(program: Command, output: OutputConfiguration | undefined): Command {
   const everyCommand = (command: Command): Command[] => [command, ...command.commands.flatMap(everyCommand)];
   for (const command of everyCommand(program)) {
     // Descriptions wrap down to 20 columns: commander's 40 leaves them unwrapped, and far too

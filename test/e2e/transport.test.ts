@@ -106,7 +106,7 @@ describe('which transport a run uses (-v names it)', () => {
   const chosen = (stderr: string): string | undefined => /^queenctl: transport: (\S+)/m.exec(stderr)?.[1];
   const server = (): string[] => ['--server', plain.url, '--token', TOKEN, '-v'];
 
-  it('a few requests, fixed by the command line, go over node:http', async () => {
+  it('a few requests, fixed by the command line, go over node:net (node:http for https)', async () => {
     const leaseId = plain.mint();
     for (const args of [
       ['lease', 'extend', leaseId],
@@ -117,7 +117,7 @@ describe('which transport a run uses (-v names it)', () => {
     ]) {
       const result = await runInProcess([...args, ...server(), '-o', 'json']);
       assert.equal(result.code, 0, result.stderr);
-      assert.equal(chosen(result.stderr), 'node:http', args.join(' '));
+      assert.equal(chosen(result.stderr), 'node:net', args.join(' '));
     }
   });
 
@@ -182,7 +182,7 @@ describe('proxies', () => {
       });
       assert.equal(direct.code, 0, direct.stderr);
       assert.equal(proxy.targets.length, 1);
-      assert.match(direct.stderr, /^queenctl: transport: node:http/m);
+      assert.match(direct.stderr, /^queenctl: transport: node:net/m);
     } finally {
       await proxy.close();
     }
@@ -212,7 +212,7 @@ describe('what never goes through the proxy', () => {
     assert.ok(!proxy.received().includes(TOKEN), `${what}: the token reached the proxy`);
   };
 
-  it('localhost, 127.0.0.1 and [::1] go direct under HTTP_PROXY and HTTPS_PROXY, over node:http', async () => {
+  it('localhost, 127.0.0.1 and [::1] go direct under HTTP_PROXY and HTTPS_PROXY, over node:net', async () => {
     const servers: Array<[string, Simulator]> = [
       [`http://localhost:${plain.port}`, plain],
       [plain.url, plain],
@@ -230,7 +230,7 @@ describe('what never goes through the proxy', () => {
         });
         assert.equal(result.code, 0, `${server} ${args.join(' ')}: ${result.stderr}`);
         untouched(server);
-        if (args[2] !== '-') assert.match(result.stderr, /^queenctl: transport: node:http/m, server);
+        if (args[2] !== '-') assert.match(result.stderr, /^queenctl: transport: node:net/m, server);
         assert.match(result.stderr, /^queenctl: proxy: none for this broker/m, server);
       }
     }

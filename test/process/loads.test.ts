@@ -6,8 +6,8 @@
  *
  * - A run that sends nothing loads no HTTP client and not node:v8, whose flag only a run that may
  *   load undici on Node 20 needs.
- * - A run that sends a few requests loads node:http and never undici's file; one that sends many
- *   loads undici.
+ * - A run that sends a few requests to an http broker loads node:net, not node:http, and never
+ *   undici's file; one that sends many loads undici.
  * - A run whose config file is unchanged since it was last read does not load the YAML parser.
  * - prom-client (queenctl-metrics.cjs) is loaded by a watch with --metrics-address, and by no other run.
  * - The JSONPath parser (queenctl-jsonpath.cjs) is loaded by -o jsonpath, and by no other run.
@@ -127,24 +127,27 @@ describe('what a run loads', { skip: needsNode('a preload and the bin’s own re
     assert.equal(generated.stdout, prebuilt.stdout);
   });
 
-  it('lease extend <id> -o jsonpath: node:http, never undici, V8 flags left alone, the parser', async () => {
+  it('lease extend <id> -o jsonpath: node:net, not node:http nor undici, V8 flags alone, the parser', async () => {
     const args = ['lease', 'extend', sim.mint(), '--server', sim.url, '-o', 'jsonpath={.renewed}'];
     const { builtins, undici, jsonpath, stdout } = await loads(args);
     assert.equal(stdout, '1');
     assert.equal(jsonpath, true);
     assert.equal(undici, false);
-    assert.equal(builtins.has('http'), true);
-    // Setting a flag would also cost Node its own code cache for node:http (bin/queenctl.cjs).
+    // HTTP/1.1 over node:net for an http broker (src/broker/net-transport.ts, issue 41).
+    assert.equal(builtins.has('net'), true);
+    assert.equal(builtins.has('http'), false);
+    // Setting a flag would also cost Node its own code cache for Node's modules (bin/queenctl.cjs).
     assert.equal(builtins.has('v8'), false);
   });
 
-  it('lease extend <id> to a loopback broker with HTTP_PROXY set: node:http, never undici (issue 31)', async () => {
+  it('lease extend <id> to a loopback broker with HTTP_PROXY set: node:net, never undici (issue 31)', async () => {
     // Go's rules never proxy loopback (src/config/proxy-route.ts): the proxy is not in force.
     const env = { HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9' };
     const exempt = await loads(['lease', 'extend', sim.mint(), '--server', sim.url, '-o', 'json'], { env });
     assert.equal(JSON.parse(exempt.stdout).renewed, 1);
     assert.equal(exempt.undici, false);
-    assert.equal(exempt.builtins.has('http'), true);
+    assert.equal(exempt.builtins.has('net'), true);
+    assert.equal(exempt.builtins.has('http'), false);
   });
 
   const flags = LIFTOFF_NODE ? 'with --liftoff-only set (Node 20)' : 'with V8 flags left alone (Node 22+)';

@@ -181,7 +181,7 @@ async function queenctl(
   return running;
 }
 
-/** One id on the command line: node:http, no undici (src/commands/globals.ts). */
+/** One id on the command line: node:net, no undici (src/commands/globals.ts). */
 const extendArgs = (): string[] => ['lease', 'extend', sim.mint(), '--server', sim.url, '-o', 'json'];
 /** Ids from standard input: undici, and its file of the bundle. */
 const bulkExtendArgs = (): string[] => ['lease', 'extend', '-', '--server', sim.url, '-o', 'ndjson'];
@@ -292,7 +292,7 @@ it(EACH_KIND, {
   assert.doesNotMatch(version.stderr, /queenctl-undici/);
   assert.deepEqual(readdirSync(dir).sort(), [`${prefix}.local.cache`, fresh].sort());
   // A lease run does not use it (on Node 20 it runs under other V8 flags): it makes the net kind's.
-  // One id goes over node:http, so undici's file is not loaded.
+  // One id goes over node:net, so undici's file is not loaded.
   const lease = await queenctl(copy, extendArgs(), extra);
   assert.match(lease.stderr, /code cache absent/);
   assert.doesNotMatch(lease.stderr, /queenctl-undici/);

@@ -1,5 +1,5 @@
 /**
- * Both transports (undici, node:http) against a server on loopback: what goes on the wire, what
+ * Every transport (undici, node:http, node:net) against a server on loopback: what goes on the wire, what
  * comes back (status, the headers the client reads, the body up to its cap), how a request ends
  * early, TLS, and how each failure is classified for the client to word. The proxy is undici's
  * alone.
@@ -9,6 +9,9 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { RawAnswer } from '../../src/broker/contract.js';
+import { MAX_HEAD_BYTES } from '../../src/broker/net-transport.js';
 import { classify, TransportFailure, type Cancellation, type TransportRequest } from '../../src/broker/transport.js';
 import { UndiciTransport } from '../../src/broker/undici-transport.js';
 import { deadPort } from '../support/ports.js';
@@ -419,6 +422,88 @@ describe('the undici transport', () => {
       assert.equal(direct.viaProxy, false);
     } finally {
       await down.close();
+    }
+  });
+});
+
+/**
+ * What the node:net transport reads itself (src/broker/net-transport.ts), where node:http and
+ * undici have a parser of their own: bodies by length, chunked or to the close, and the answers
+ * their parsers refuse.
+ */
+describe('the node:net transport reads HTTP/1.1 as node:http does', { timeout: 30_000 }, () => {
+  const transport = makeTransport('node:net');
+  after(() => transport.close());
+  const answerTo = async (reply: string): Promise<RawAnswer | TransportFailure> => {
+    const raw = await rawServer(() => reply);
+    try {
+      return await transport.send(request('/', { origin: raw.origin })).catch((error: unknown) => {
+        assert.ok(error instanceof TransportFailure, String(error));
+        return error;
+      });
+    } finally {
+      await raw.close();
+    }
+  };
+
+  it('a chunked body, its framing split anywhere, and a body read to the close', async () => {
+    const chunked = 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n6\r\n world\r\n0\r\n\r\n';
+    assert.deepEqual(await answerTo(chunked), { status: 200, headers: {}, body: 'hello world' });
+    const raw = await rawServer(() => undefined);
+    const split = net.createServer((socket) => {
+      socket.once('data', async () => {
+        for (const byte of chunked) {
+          socket.write(byte);
+          await delay(1);
+        }
+      });
+      socket.on('error', () => {});
+    });
+    await new Promise<void>((resolve) => split.listen(0, '127.0.0.1', resolve));
+    try {
+      const origin = `http://127.0.0.1:${(split.address() as net.AddressInfo).port}`;
+      assert.equal((await transport.send(request('/', { origin }))).body, 'hello world');
+    } finally {
+      split.close();
+      await raw.close();
+    }
+    assert.deepEqual(await answerTo('HTTP/1.0 200 OK\r\n\r\nuntil the end'), {
+      status: 200,
+      headers: {},
+      body: 'until the end',
+    });
+    assert.deepEqual(await answerTo('HTTP/1.1 204 No Content\r\n\r\n'), { status: 204, headers: {}, body: '' });
+  });
+
+  it('refuses what llhttp refuses: a folded header, a bad name, a control character, lengths that differ', async () => {
+    for (const reply of [
+      'HTTP/1.1 200 OK\r\nx-a: 1\r\n  folded\r\ncontent-length: 0\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nbad name: 1\r\ncontent-length: 0\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nx-a: a\x1b[31mb\r\ncontent-length: 0\r\n\r\n',
+      'HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\nabc',
+      'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n',
+      `HTTP/1.1 200 OK\r\nx-big: ${'a'.repeat(MAX_HEAD_BYTES)}\r\ncontent-length: 0\r\n\r\n`,
+      'HTTP/2 200\r\ncontent-length: 0\r\n\r\n',
+    ]) {
+      const failed = await answerTo(reply);
+      assert.ok(failed instanceof TransportFailure, `refused: ${JSON.stringify(reply.slice(0, 60))}`);
+      assert.equal(failed.kind, 'other');
+    }
+  });
+
+  it('never sends a header or a path node:http would refuse: the request fails before it goes', async () => {
+    const raw = await rawServer(() => 'HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n');
+    try {
+      for (const [path, headers] of [
+        ['/', { authorization: 'Bearer a\r\nx-injected: 1' }],
+        ['/a b', {}],
+      ] as const) {
+        const failed = await failure(transport.send(request(path, { origin: raw.origin, headers })));
+        assert.equal(failed.kind, 'other');
+      }
+      assert.equal(raw.text(), '', 'nothing was sent');
+    } finally {
+      await raw.close();
     }
   });
 });

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { Command } from 'commander';
 import type { Health } from '../../src/broker/health.js';
 import { BUILD_INFO } from '../../src/build-info.js';
+import { globalContext } from '../../src/commands/globals.js';
+import { buildProgram } from '../../src/commands/program.js';
 import {
   type Build,
   contextLine,
@@ -13,6 +16,7 @@ import {
 import { BrokerError, UsageError } from '../../src/exit.js';
 import { resolveFormat } from '../../src/output/format.js';
 import { bufferIO, FakeClock } from '../support/fakes.js';
+import { runInProcess } from '../support/in-process.js';
 
 const npm: Build = {
   version: '0.1.0',
@@ -184,5 +188,50 @@ describe('version, asking the broker', () => {
   it('-o jsonpath= applies to the object', async () => {
     const { io } = await run(healthy, 'jsonpath={.broker.version} {.context.name}');
     assert.equal(io.stdout.text, '1.0.0 prod');
+  });
+});
+
+describe('the command tree a command line builds (issue 41)', () => {
+  it('lease <verb>: that verb alone; any other command line: all; --version prints the same', async () => {
+    const globals = globalContext(
+      {
+        env: {},
+        stdout: { write: () => true },
+        stderr: { write: () => true },
+        stdin: undefined as never,
+        signal: new AbortController().signal,
+        argvAfterDashDash: null,
+        relaySignals: () => () => {},
+        setExitCode: () => {},
+      },
+      npm.version,
+    );
+    const tree = (argv?: string[]): string[] => {
+      const names = (command: Command): string[] => [
+        command.name(),
+        ...command.commands.flatMap((child) => names(child).map((name) => `${command.name()} ${name}`)),
+      ];
+      return names(buildProgram(globals, npm, undefined, argv)).slice(1);
+    };
+    const whole = tree();
+    assert.ok(whole.includes('queenctl config get-contexts') && whole.includes('queenctl lease run'));
+    // `lease <verb>` first: that verb alone; anything else (help, an option first, a typo): the whole tree.
+    assert.deepEqual(tree(['lease', 'extend', 'x', '-o', 'json']), ['queenctl lease', 'queenctl lease extend']);
+    assert.deepEqual(tree(['lease', 'run', 'q', '--', 'cmd', '--help']), ['queenctl lease', 'queenctl lease run']);
+    for (const argv of [
+      ['--version'],
+      ['--version', 'lease'],
+      ['lease', 'extend', 'x', '--help'],
+      ['lease', 'extend', 'help'],
+      ['--context', 'lease', 'lease', 'extend', 'x'],
+      ['lease', 'exten', 'x'],
+      ['lease', 'toString'],
+      ['config', 'get-contexts'],
+    ])
+      assert.deepEqual(tree(argv), whole, argv.join(' '));
+    for (const argv of [['--version'], ['--version', '-q'], ['lease', '--version']]) {
+      const result = await runInProcess(argv);
+      assert.deepEqual([result.code, result.stdout, result.stderr], [0, `${npm.version}\n`, ''], argv.join(' '));
+    }
   });
 });

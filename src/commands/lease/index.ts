@@ -12,17 +12,19 @@ import { listCommand } from './list.js';
 import { runCommand } from './run.js';
 import { watchCommand } from './watch.js';
 
-const VERBS: Array<(globals: GlobalContext) => Command> = [
-  extendCommand,
-  inspectCommand,
-  listCommand,
-  watchCommand,
-  acquireCommand,
-  ackCommand,
-  runCommand,
-];
+/** The verbs by name, in the order `queenctl lease --help` lists them. */
+export const LEASE_VERBS: Readonly<Record<string, (globals: GlobalContext) => Command>> = {
+  extend: extendCommand,
+  inspect: inspectCommand,
+  list: listCommand,
+  watch: watchCommand,
+  acquire: acquireCommand,
+  ack: ackCommand,
+  run: runCommand,
+};
 
-export function leaseCommand(globals: GlobalContext): Command {
+/** The group with all its verbs, or with `only` (program.ts: a command line that names it). */
+export function leaseCommand(globals: GlobalContext, only?: string): Command {
   const lease = new Command('lease')
     .description('extend, inspect, list and watch broker leases; take a batch and ack it, or run a consumer')
     .addHelpText(
@@ -37,6 +39,7 @@ Examples:
   queenctl lease run orders --batch 10 --until-empty -- ./process-batch.sh`,
     );
   // As lease.command() would: a verb built on its own takes the group's settings (help after an error).
-  for (const verb of VERBS) lease.addCommand(verb(globals).copyInheritedSettings(lease));
+  const verbs = only === undefined ? Object.values(LEASE_VERBS) : [LEASE_VERBS[only] as (typeof LEASE_VERBS)[string]];
+  for (const verb of verbs) lease.addCommand(verb(globals).copyInheritedSettings(lease));
   return lease;
 }
