@@ -196,6 +196,7 @@ describe('the command tree a command line builds (issue 41)', () => {
     const globals = globalContext(
       {
         env: {},
+        platform: 'linux',
         stdout: { write: () => true },
         stderr: { write: () => true },
         stdin: undefined as never,
