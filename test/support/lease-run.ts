@@ -65,6 +65,17 @@ export class RunScene {
     return path;
   }
 
+  /**
+   * A handler run by sh, for one that only reads, greps and exits: a node handler costs ~0.09
+   * CPU-s a start, and the tests that run hundreds of batches spent seconds of npm test there.
+   * Its path; run it as ['sh', path].
+   */
+  shell(name: string, source: string): string {
+    const path = join(this.dir, `${name}-${this.count}.sh`);
+    writeFileSync(path, source);
+    return path;
+  }
+
   /** A file name of this test's in the directory. */
   file(name: string): string {
     return join(this.dir, `${name}-${this.count}`);
