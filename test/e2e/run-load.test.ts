@@ -74,7 +74,7 @@ exit 1
           '-o',
           'ndjson',
           '--',
-          NODE,
+          'sh',
           handler.path,
         ],
         { timeoutMs: 60_000 },
@@ -108,9 +108,9 @@ exit 1
     scene.sim.createQueue({ name: scene.queue, partitions: ['p1'], leaseTime: 60 });
     const big = 'x'.repeat(10 * 1024 * 1024);
     scene.sim.push(scene.queue, [{ big }, { n: 2 }], 'p1');
-    const ignores = scene.script('ignores', 'process.exit(0);');
+    const ignores = scene.shell('ignores', 'exit 0\n');
     // It exits 0 before 10 MB could be written to it: it cannot have read the message, which comes back.
-    const unread = await scene.run(['--batch', '1', '--retry-delay', '1ms'], [NODE, ignores], { timeoutMs: 60_000 });
+    const unread = await scene.run(['--batch', '1', '--retry-delay', '1ms'], ['sh', ignores], { timeoutMs: 60_000 });
     assert.equal(unread.code, 5, unread.stderr);
     assert.deepEqual(
       scene.ackElements().map((a) => a.status),
@@ -118,7 +118,7 @@ exit 1
     );
     assert.match(unread.stderr, /before its line on standard input was written|1 acked retry/);
     // --input none: the batch is in the file only, and a command that exits 0 completed it.
-    const first = await scene.run(['--batch', '1', '--input', 'none'], [NODE, ignores], { timeoutMs: 60_000 });
+    const first = await scene.run(['--batch', '1', '--input', 'none'], ['sh', ignores], { timeoutMs: 60_000 });
     assert.equal(first.code, 0, first.stderr);
     assert.deepEqual(
       scene.ackElements().map((a) => a.status),
