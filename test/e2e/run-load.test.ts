@@ -22,7 +22,8 @@ describe('lease run under load', () => {
     // The lines are queenctl's compact JSON, keys sorted: `"data":{"n":40}`.
     const handler = scene.shell(
       'tenth',
-      `fresh=$(grep -E '"data":\\{"n":[0-9]*0\\}' | grep -oE '"transactionId":"[^"]*"' | grep -vxF -f ${JSON.stringify(seen)})
+      `tenth=$(grep -E '"data":\\{"n":[0-9]*0\\}' | grep -oE '"transactionId":"[^"]*"')
+fresh=$(printf '%s\\n' "$tenth" | grep -vxF -f ${JSON.stringify(seen)})
 [ -z "$fresh" ] && exit 0
 printf '%s\\n' "$fresh" >> ${JSON.stringify(seen)}
 exit 1
