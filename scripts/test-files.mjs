@@ -10,7 +10,7 @@
 // time, so the NN of each name is the order of ORDER below: the longest first (the ones that wait
 // on real processes and the wall clock beside the ones that keep a CPU busy), the short ones
 // last, so that the run does not end on one long file started late. On this 2-CPU machine the
-// suite's CPU time (~75 CPU-s) keeps both CPUs busy for most of its wall time: what is left to
+// suite's CPU time (~85 CPU-s) keeps both CPUs busy for most of its wall time: what is left to
 // order is the end.
 //
 // A test that changes what the whole process shares (its user, working directory, umask or
