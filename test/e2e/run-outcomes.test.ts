@@ -25,18 +25,21 @@ function assertNothingLost(): void {
   assert.deepEqual(lost, [], 'consumed by the cursor without being completed');
 }
 
-/** A handler that fails (exit 1) a batch holding a message whose data says so, the first `times` times. */
-function failing(name: string, test: string, times = Number.POSITIVE_INFINITY): string {
-  const seen = scene.file(`${name}.seen`);
-  return scene.script(
+/**
+ * A handler that fails (exit 1) a batch holding a message whose line matches `pattern` (grep -E,
+ * on queenctl's compact JSON), the first `times` times; it reads all of its input first, as a
+ * handler that succeeds must. sh, not node: ~0.09 CPU-s less a batch.
+ */
+function failing(name: string, pattern: string, times = Number.POSITIVE_INFINITY): string {
+  const seen = JSON.stringify(scene.file(`${name}.seen`));
+  const limit = Number.isFinite(times) ? times : 1_000_000;
+  return scene.shell(
     name,
-    `const fs = require('node:fs');
-const lines = fs.readFileSync(0, 'utf8').trimEnd().split('\\n').filter(Boolean).map((l) => JSON.parse(l));
-const count = fs.existsSync(${JSON.stringify(seen)}) ? fs.readFileSync(${JSON.stringify(seen)}, 'utf8').length : 0;
-if (count < ${times} && lines.some((m) => ${test})) {
-  fs.appendFileSync(${JSON.stringify(seen)}, 'x');
-  process.exit(1);
-}`,
+    `matches=$(grep -cE '${pattern}')
+count=0; [ -f ${seen} ] && count=$(wc -c < ${seen})
+if [ "$count" -lt ${limit} ] && [ "$matches" -gt 0 ]; then printf x >> ${seen}; exit 1; fi
+exit 0
+`,
   );
 }
 
@@ -95,7 +98,7 @@ fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, out.join(''));`,
       [7, 8, 9, 10, 11, 12].map((n) => ({ n, poison: false })),
       'p2',
     );
-    const handler = failing('poison', 'm.data.poison');
+    const handler = failing('poison', '"poison":true');
     const result = await scene.run(
       [
         '--batch',
@@ -110,7 +113,7 @@ fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, out.join(''));`,
         '-o',
         'ndjson',
       ],
-      [NODE, handler],
+      ['sh', handler],
       { timeoutMs: 90_000 },
     );
     assert.equal(result.code, 5, result.stderr);
@@ -177,8 +180,8 @@ fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, out.join(''));`,
 
   it('a retry waits --retry-delay with the lease held: no consumer is given the message meanwhile', async () => {
     scene.queueWith(1);
-    const handler = failing('spaced', 'true', 1);
-    const running = scene.start(['--until-empty', '--retry-delay', '1500ms', '--seconds', '30'], [NODE, handler]);
+    const handler = failing('spaced', '.', 1);
+    const running = scene.start(['--until-empty', '--retry-delay', '1500ms', '--seconds', '30'], ['sh', handler]);
     await until(() => existsSync(scene.file('spaced.seen')), 'the first, failing run of the command');
     // The retry cannot be acked before 1.5 s after the command failed, however slow the machine:
     // for the first second of it, another consumer must find nothing to take.
@@ -203,8 +206,8 @@ fs.appendFileSync(process.env.QUEEN_RESULTS_FILE, out.join(''));`,
 
   it('a signal cuts a retry wait short: the message is acked retry at once, exit 143', async () => {
     scene.queueWith(1);
-    const handler = failing('cut', 'true');
-    const running = scene.start(['--retry-delay', '1m'], [NODE, handler]);
+    const handler = failing('cut', '.');
+    const running = scene.start(['--retry-delay', '1m'], ['sh', handler]);
     await until(() => existsSync(scene.file('cut.seen')), 'the failing command');
     await until(() => scene.requests('/extend') >= 3, 'the lease held for the retry delay');
     running.kill('SIGTERM');
@@ -326,7 +329,7 @@ fs.writeFileSync(${JSON.stringify(seen)}, JSON.stringify({ partitions: process.e
       'name',
     ]);
     assert.equal(other.code, 0, other.stderr);
-    const result = await scene.run(['--until-empty'], [NODE, '-e', 'process.stdin.resume()']);
+    const result = await scene.run(['--until-empty'], ['sh', '-c', 'cat > /dev/null']);
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stderr, /the queue is not drained: 1 partition \(p2\) is held by other consumers/);
   });

@@ -65,11 +65,8 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
 
   it("-o ndjson streams acquired, the watch events and acked; the command's stdout goes to stderr", async () => {
     scene.queueWith(2);
-    const handler = scene.script(
-      'echo',
-      `process.stdin.resume(); process.stdin.on('end', () => console.log('handled'));`,
-    );
-    const result = await scene.run(['--batch', '10', '-o', 'ndjson'], [NODE, handler]);
+    const handler = scene.shell('echo', 'cat > /dev/null; echo handled\n');
+    const result = await scene.run(['--batch', '10', '-o', 'ndjson'], ['sh', handler]);
     assert.equal(result.code, 0, result.stderr);
     const events = result.stdout
       .trimEnd()
@@ -115,8 +112,8 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
 
   it('a failed command: its first message acked retry, the rest come back with it; exit 5', async () => {
     scene.queueWith(3);
-    const fails = scene.script('fails', `process.stdin.resume(); process.stdin.on('end', () => process.exit(4));`);
-    const result = await scene.run(['--batch', '10', '--retry-delay', '1ms', '-o', 'ndjson'], [NODE, fails]);
+    const fails = scene.shell('fails', 'cat > /dev/null; exit 4\n');
+    const result = await scene.run(['--batch', '10', '--retry-delay', '1ms', '-o', 'ndjson'], ['sh', fails]);
     assert.equal(result.code, 5, result.stderr);
     const acks = scene.ackElements();
     // Never a retry followed by anything: the broker's cursor would skip the retried message.
@@ -147,7 +144,7 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
         '--every',
         '500ms',
         '--',
-        NODE,
+        'sh',
         handler.path,
       ],
       { timeoutMs: 60_000 },
@@ -244,7 +241,7 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
   it('a broker that answers the pop but never the ack: exit 2, the ack sent once and never again', async () => {
     scene.queueWith(2);
     scene.sim.inject({ kind: 'until-abandoned', route: 'ack' });
-    const result = await scene.run(['--batch', '10', '--timeout', '2s'], [NODE, '-e', '0']);
+    const result = await scene.run(['--batch', '10', '--timeout', '2s'], ['sh', '-c', 'cat > /dev/null']);
     assert.equal(result.code, 2, result.stderr);
     assert.match(result.stderr, /^queenctl: the ack of lease \S+ may or may not have landed: .*it was not sent again/m);
     assert.equal(scene.requests('/api/v1/ack/batch'), 1);
@@ -267,7 +264,7 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
         '--batches',
         '3',
         '--',
-        NODE,
+        'sh',
         handler.path,
       ],
       { timeoutMs: 60_000 },
@@ -290,8 +287,8 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
 
   it('a message that fails every time ends --until-empty after --give-up-after failures', async () => {
     scene.queueWith(1);
-    const fails = scene.script('always', 'process.exit(5);');
-    const result = await scene.run(['--until-empty', '--give-up-after', '3', '--retry-delay', '1ms'], [NODE, fails]);
+    const fails = scene.shell('always', 'exit 5\n');
+    const result = await scene.run(['--until-empty', '--give-up-after', '3', '--retry-delay', '1ms'], ['sh', fails]);
     assert.equal(result.code, 5, result.stderr);
     const acks = scene.ackElements();
     assert.deepEqual(
@@ -305,14 +302,14 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
   it('--batches n takes n batches one after another, and stops early when the queue is empty', async () => {
     scene.queueWith(5);
     // Each command removes its batch file itself: no error, the next batch goes on.
-    const ok = scene.script('ok', "process.stdin.resume(); require('node:fs').rmSync(process.env.QUEEN_BATCH_FILE);");
-    const two = await scene.run(['--batch', '2', '--batches', '2', '-o', 'ndjson'], [NODE, ok]);
+    const ok = scene.shell('ok', 'cat > /dev/null; rm "$QUEEN_BATCH_FILE"\n');
+    const two = await scene.run(['--batch', '2', '--batches', '2', '-o', 'ndjson'], ['sh', ok]);
     assert.equal(two.code, 0, two.stderr);
     const taken = events(two.stdout).filter((e) => e.event === 'acquired');
     assert.equal(taken.length, 2);
     assert.notEqual(taken[0]?.leaseId, taken[1]?.leaseId);
     assert.equal(scene.pending(), 1);
-    const more = await scene.run(['--batch', '2', '--batches', '5', '-o', 'ndjson'], [NODE, ok]);
+    const more = await scene.run(['--batch', '2', '--batches', '5', '-o', 'ndjson'], ['sh', ok]);
     assert.equal(more.code, 0, more.stderr);
     assert.deepEqual(
       events(more.stdout)
@@ -328,7 +325,7 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
     const front = await startTcpFront({ host: '127.0.0.1', port: scene.sim.port });
     const handler = scene.waiter('unsent', 0);
     const running = startInProcess(
-      ['lease', 'run', scene.queue, '--server', front.url, '--batch', '10', '--', NODE, handler.path],
+      ['lease', 'run', scene.queue, '--server', front.url, '--batch', '10', '--', 'sh', handler.path],
       { timeoutMs: 60_000 },
     );
     const stop = new AbortController();

@@ -32,6 +32,12 @@ let env: { HOME: string; PATH: string; QUEENCTL_COMPLETION_TIMEOUT: string };
  */
 let bashScript: string;
 let zshScript: string;
+/**
+ * The dump of zsh's completion functions, made once in before() and read by every compinit
+ * below: compinit without one reads every function zsh has (~0.5 CPU-s each time, in a HOME of
+ * its own or with -D).
+ */
+let zcompdump: string;
 let fishScript: string;
 
 after(() => simulator?.close());
@@ -54,6 +60,13 @@ before(async () => {
   // The ids must come, however busy the machine: the 500 ms budget is the unit tests' to prove
   // (test/unit/completion-leases.test.ts), on a clock of their own.
   env = { HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}`, QUEENCTL_COMPLETION_TIMEOUT: '20s' };
+  zcompdump = join(bin, 'zcompdump');
+  if (installed('zsh'))
+    await runProcess('zsh', ['-f', '-c', `autoload -U compinit && compinit -u -d ${zcompdump}`], {
+      env,
+      exit: 0,
+      timeoutMs: 90_000,
+    });
   bashScript = join(bin, 'queenctl.bash');
   zshScript = join(bin, 'queenctl.zsh');
   fishScript = join(bin, 'queenctl.fish');
@@ -135,7 +148,7 @@ describe('completion of lease ids', () => {
 
   it('zsh offers the same ids', { skip: installed('zsh') ? false : 'zsh is not installed here' }, async () => {
     const leaseId = sim().mint({ seconds: HOUR });
-    const program = `autoload -U compinit && compinit -u
+    const program = `autoload -U compinit && compinit -u -d ${zcompdump}
 source <(queenctl completion zsh)
 compadd() { [[ $1 == -a ]] && print -l -- \${(P)2} }
 words=(queenctl lease inspect ''); CURRENT=4; _queenctl`;
@@ -249,7 +262,7 @@ for word in "\${COMPREPLY[@]}"; do eval "set -- $word"; printf '%s\\n' "$#:$1"; 
   it('zsh adds them as they are and runs nothing', {
     skip: installed('zsh') ? false : 'zsh is not installed here',
   }, async () => {
-    const program = `autoload -U compinit && compinit -u
+    const program = `autoload -U compinit && compinit -u -d ${zcompdump}
 source <(queenctl completion zsh)
 compadd() { [[ $1 == -a ]] && print -l -- \${(P)2} }
 words=(queenctl lease inspect ''); CURRENT=4; _queenctl
@@ -361,7 +374,7 @@ async function zshTab(lines: string[], runEnv: Record<string, string> = env): Pr
   const out = join(mkdtempSync(join(tmpdir(), 'queenctl-zsh-')), 'offered');
   const program = `zmodload zsh/zpty
 zpty z zsh -f -i
-zpty -w z "PS1=''; autoload -U compinit; compinit -u -D; source \${(q)COMPLETION_SCRIPT}"
+zpty -w z "PS1=''; autoload -U compinit; compinit -u -d \${(q)ZCOMPDUMP}; source \${(q)COMPLETION_SCRIPT}"
 zpty -w z 'compadd() { local -a __hits; builtin compadd -O __hits "$@"; print -rl -- $__hits >> "$OFFERED" }'
 zpty -w z '_tab() { zle complete-word; print -r -- END >> "$OFFERED" }; zle -N _tab; bindkey "^I" _tab'
 integer n=0 i
@@ -378,7 +391,7 @@ for line in "$@"; do
 done
 zpty -d z`;
   await runProcess('zsh', ['-f', '-c', program, 'zsh', ...lines], {
-    env: { ...runEnv, OFFERED: out, COMPLETION_SCRIPT: zshScript },
+    env: { ...runEnv, OFFERED: out, COMPLETION_SCRIPT: zshScript, ZCOMPDUMP: zcompdump },
     exit: 0,
     timeoutMs: 110_000,
   });

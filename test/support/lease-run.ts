@@ -65,6 +65,17 @@ export class RunScene {
     return path;
   }
 
+  /**
+   * A handler run by sh, for one that only reads, greps and exits: a node handler costs ~0.09
+   * CPU-s a start, and the tests that run hundreds of batches spent seconds of npm test there.
+   * Its path; run it as ['sh', path].
+   */
+  shell(name: string, source: string): string {
+    const path = join(this.dir, `${name}-${this.count}.sh`);
+    writeFileSync(path, source);
+    return path;
+  }
+
   /** A file name of this test's in the directory. */
   file(name: string): string {
     return join(this.dir, `${name}-${this.count}`);
@@ -109,19 +120,23 @@ export class RunScene {
     return partitions.reduce((sum, p) => sum + p.pending, 0);
   }
 
-  /** A handler that says it started (a file), then waits for a `go` file and exits with `code`. */
+  /**
+   * A handler that says it started (a file), then waits for a `go` file and exits with `code`; on
+   * SIGTERM it leaves a `term` file and exits 143. sh (~0.09 CPU-s less a start than node): run it
+   * as ['sh', path]. SIGTERM reaches the command's whole group, so the sleep it waits in ends at
+   * once and the trap runs.
+   */
   waiter(name: string, code: number): { path: string; started: string; go: string; term: string } {
     const started = this.file(`${name}.started`);
     const go = this.file(`${name}.go`);
     const term = this.file(`${name}.term`);
-    const path = this.script(
+    const path = this.shell(
       name,
-      `const fs = require('node:fs');
-process.on('SIGTERM', () => { fs.writeFileSync(${JSON.stringify(term)}, 'x'); process.exit(143); });
-fs.writeFileSync(${JSON.stringify(started)}, process.env.QUEEN_LEASE_ID);
-const timer = setInterval(() => {
-  if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(timer); process.exit(${code}); }
-}, 20);`,
+      `trap 'printf x > ${JSON.stringify(term)}; exit 143' TERM
+printf %s "$QUEEN_LEASE_ID" > ${JSON.stringify(started)}
+while [ ! -e ${JSON.stringify(go)} ]; do sleep 0.02; done
+exit ${code}
+`,
     );
     return { path, started, go, term };
   }

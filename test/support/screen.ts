@@ -7,6 +7,15 @@
  */
 import stringWidth from 'string-width';
 
+/**
+ * The columns a line takes: its length when every character is one column for certain (printable
+ * ASCII, and the ·, …, bars and box lines the views draw), else string-width's answer, which costs
+ * a segmentation of the line: asked after every write, it was most of the CPU of the live views'
+ * tests. test/unit/terminal-screen.test.ts holds the two to the same answers.
+ */
+export const NARROW = /^[\x20-\x7e\u00b7\u2026\u2500-\u259f]*$/;
+export const widthOf = (line: string): number => (NARROW.test(line) ? line.length : stringWidth(line));
+
 export class Screen {
   lines: string[] = [''];
   row = 0;
@@ -50,7 +59,7 @@ export class Screen {
     chars.splice(this.col, added.length, ...added);
     this.lines[this.row] = chars.join('');
     this.col += added.length;
-    if (stringWidth(this.lines[this.row] as string) > this.columns) this.overflows.push(this.lines[this.row] as string);
+    if (widthOf(this.lines[this.row] as string) > this.columns) this.overflows.push(this.lines[this.row] as string);
   }
 
   private csi(params: string, command: string): void {
@@ -84,4 +93,26 @@ export function screenOf(written: string, columns: number): Screen {
   const screen = new Screen(columns);
   screen.write(written);
   return screen;
+}
+
+/**
+ * The screen of a stream still being written (`read` gives all written so far, which only
+ * grows): each call feeds the screen only what came since the last, so a wait that looks at the
+ * screen on every write costs what the new bytes cost, not the whole stream again (the live views'
+ * tests spent most of their CPU re-reading it). An escape sequence not finished yet waits for its
+ * end.
+ */
+export function followScreen(read: () => string, columns: number): () => Screen {
+  const screen = new Screen(columns);
+  let fed = 0;
+  return () => {
+    const written = read();
+    const unfinished = /\u001b(\[[?0-9;]*)?$/.exec(written);
+    const end = unfinished ? unfinished.index : written.length;
+    if (end > fed) {
+      screen.write(written.slice(fed, end));
+      fed = end;
+    }
+    return screen;
+  };
 }
