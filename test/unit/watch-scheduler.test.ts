@@ -481,10 +481,10 @@ describe('watch scheduler: many leases', () => {
     await h.done;
   });
 
-  it('10,000 leases for a minute: no lapse, one renewal per lease per interval', async () => {
+  it('10,000 leases for a minute: no lapse, one renewal per lease per interval', async (t) => {
     const ids = Array.from({ length: 10_000 }, (_, i) => ({ id: `lease-${i}` }));
     const h = harness(ids, { seconds: 30, everyMs: 10 * S, concurrency: 16 }, (broker) => (broker.latencyMs = 5));
-    // CPU time, not wall time: the point is the work done, which a busy machine does not change.
+    // The work done, counted, not timed: a verdict on CPU time would depend on the machine.
     const cpu = process.cpuUsage();
     // A minute is six intervals: the burst at the start and five rounds in the steady state that
     // follows (a second minute only repeats them).
@@ -497,8 +497,12 @@ describe('watch scheduler: many leases', () => {
     assert.ok(perLease >= 6 && perLease <= 7, `renewals per lease: ${perLease}`);
     h.scheduler.stop('for');
     await h.done;
+    // One timer per request and a few more (63,144 for 60,016 requests when this was written): a
+    // scheduler that woke per lease, or polled, would set many more.
+    const sleeps = h.clock.sleeps.length;
+    assert.ok(sleeps <= h.broker.calls.length * 1.1, `${sleeps} timers for ${h.broker.calls.length} requests`);
     const { user, system } = process.cpuUsage(cpu);
-    assert.ok((user + system) / 1000 < 15_000, `fake time at scale stays quick: ${(user + system) / 1000} ms of CPU`);
+    t.diagnostic(`${Math.round((user + system) / 1000)} ms of CPU for ${h.broker.calls.length} renewals`);
   });
 });
 
