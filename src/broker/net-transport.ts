@@ -382,8 +382,10 @@ class Exchange {
       this.status = code;
       this.rawHeaders = rawHeaders;
       if (code === 204 || code === 304) {
-        // No body, whatever the head says: bytes after it are refused, as node:http does.
-        if (this.pending.length > 0) throw notHttp(`bytes after a ${code} answer, which has no body`);
+        // No body, whatever the head says. node:http reads what follows as the next answer and
+        // refuses it unless it starts as one: so here, where it is not read, but not the connection.
+        const next = this.pending.toString('latin1', 0, Math.min(5, this.pending.length));
+        if (!'HTTP/'.startsWith(next)) throw notHttp(`bytes after a ${code} answer, which has no body`);
         this.mode = { kind: 'none' };
       } else if (encoded) {
         if (length !== undefined) throw notHttp('both Transfer-Encoding and Content-Length');
@@ -465,8 +467,14 @@ class Exchange {
         this.checkFraming(this.pending.length);
         return;
       }
-      const size = CHUNK_SIZE.exec(this.pending.toString('latin1', 0, eol));
-      if (!size) throw notHttp('a chunk size that is not hexadecimal, or a control character in its extensions');
+      const sizeLine = this.pending.toString('latin1', 0, eol);
+      const size = CHUNK_SIZE.exec(sizeLine);
+      if (!size)
+        throw notHttp(
+          /^[0-9A-Fa-f]+;/.test(sizeLine)
+            ? 'a control character in chunk extensions'
+            : 'a chunk size that is not hexadecimal',
+        );
       this.extensions += extension;
       this.consume(eol + 2);
       // Leading zeros are allowed, as llhttp allows them; more than 8 digits after them is over any cap.

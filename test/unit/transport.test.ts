@@ -383,15 +383,16 @@ for (const name of TRANSPORTS)
       }
     });
 
-    it('reads what llhttp reads: CRLF before the status line, a chunk size with leading zeros', async () => {
-      for (const reply of [
-        '\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok',
-        'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n00000000000002\r\nok\r\n0\r\n\r\n',
-      ]) {
+    it('reads what llhttp reads: CRLF before the status line, leading zeros, an answer after a 204', async () => {
+      for (const [reply, status, body] of [
+        ['\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok', 200, 'ok'],
+        ['HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n00000000000002\r\nok\r\n0\r\n\r\n', 200, 'ok'],
+        ['HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok', 204, ''],
+      ] as const) {
         const raw = await rawServer(() => reply);
         try {
           const answer = await transport.send(request('/', { origin: raw.origin }));
-          assert.deepEqual(answer, { status: 200, headers: {}, body: 'ok' }, JSON.stringify(reply));
+          assert.deepEqual(answer, { status, headers: {}, body }, JSON.stringify(reply));
         } finally {
           await raw.close();
         }
