@@ -3,13 +3,19 @@
  * `ping`, `version`) to a plain http origin: HTTP/1.1 written and read over node:net, one
  * connection per request (`Connection: close`), at most `connections` at once. node:http costs
  * such a run ~7 ms more than this (issue 41: its modules, its agent and parser for one request;
- * docs/performance.md). An https origin goes over node-http-transport.ts, loaded then. It keeps
- * the contract of transport.ts as the other two do: the same request on the wire (Host, the
- * caller's headers, a Content-Length, never chunked), the same cap on an answer, the same headers
- * handed back, the same end on a deadline or a stop, the same failures. What node:http's parser
- * refuses in an answer is refused here too: a status line that is not HTTP/1.x, a header name
- * that is not a token or a value with control characters, a folded header, a head over 16 KiB,
- * two lengths that differ, a chunk size that is not hexadecimal.
+ * docs/performance.md). An https origin goes over node-http-transport.ts, loaded then; requests
+ * beyond the first few go over the pooled transport given as `overflow` (src/commands/globals.ts).
+ * It keeps the contract of transport.ts as the other two do: the same request on the wire (Host,
+ * the caller's headers, a Content-Length, never chunked), the same cap on an answer, the same
+ * headers handed back, the same end on a deadline or a stop, the same failures. What llhttp
+ * (node:http's parser) refuses in an answer is refused here too, as soon as it shows: a first
+ * line that is not an HTTP/1.x status line, a LF without its CR, a header name that is not a
+ * token or a value with control characters (trailers included), a folded header, a head over
+ * 16 KiB, two Content-Lengths, a body after a 204 or 304, a chunk size that is not hexadecimal or
+ * is followed by blanks, chunk extensions with control characters or over 16 KiB in all. Where
+ * llhttp is laxer, this is stricter on purpose: a status under 100, control characters in the
+ * reason phrase (never kept nor shown). The memory an answer holds stays in proportion to its
+ * body (Exchange).
  */
 import { connect, type Socket } from 'node:net';
 import type { RawAnswer } from './contract.js';
@@ -32,7 +38,26 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 const BAD_PATH = /[^\u0021-\u00ff]/;
 const STATUS_LINE = /^HTTP\/1\.[01] ([1-9]\d\d)(?: [^\0-\x08\x0a-\x1f\x7f]*)?$/;
-const CHUNK_SIZE = /^([0-9A-Fa-f]{1,8})[ \t]*(?:;.*)?$/;
+/** Hex digits, then nothing or extensions without control characters: no blank after the size (llhttp). */
+const CHUNK_SIZE = /^([0-9A-Fa-f]+)(?:;[\t\x20-\x7e\x80-\xff]*)?$/;
+/** node:http's bound on a message's chunk extensions (HPE_CHUNK_EXTENSIONS_OVERFLOW). */
+const MAX_EXTENSION_BYTES = 16 * 1024;
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * What a run of many requests goes over once the first few have gone over node:net: a connection
+ * per request, and a socket in TIME_WAIT each, cost more than loading a pooled transport once
+ * beyond a few dozen (src/commands/globals.ts says how many).
+ */
+export interface Overflow {
+  /** Requests sent over node:net before the rest go over `open()`'s transport. */
+  after: number;
+  open(): Promise<Transport>;
+}
+
+export interface NetTransportOptions extends NodeHttpTransportOptions {
+  overflow?: Overflow | undefined;
+}
 
 export class NetTransport implements Transport {
   private readonly maxBodyBytes: number;
@@ -40,10 +65,14 @@ export class NetTransport implements Transport {
   private active = 0;
   private readonly waiting: Exchange[] = [];
   private readonly live = new Set<Exchange>();
+  /** Requests to an http origin sent over node:net so far. */
+  private sent = 0;
   /** node:http for an https origin, loaded then only. */
   private secure: Promise<Transport> | undefined;
+  /** The pooled transport beyond `overflow.after` requests, loaded then only. */
+  private pooled: Promise<Transport> | undefined;
 
-  constructor(private readonly options: NodeHttpTransportOptions = {}) {
+  constructor(private readonly options: NetTransportOptions = {}) {
     this.maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
     this.connections = Math.max(1, options.connections ?? 16);
   }
@@ -58,6 +87,12 @@ export class NetTransport implements Transport {
     if (url.protocol === 'https:') return (await this.secureTransport()).send(request);
     if (url.protocol !== 'http:')
       throw new TransportFailure('bad-address', `not an http or https origin: ${request.origin}`);
+    const { overflow } = this.options;
+    if (overflow !== undefined && this.sent >= overflow.after) {
+      this.pooled ??= overflow.open();
+      return (await this.pooled).send(request);
+    }
+    this.sent++;
     const maxBytes = request.maxBodyBytes ?? this.maxBodyBytes;
     return new Promise<RawAnswer>((resolve, reject) => {
       const exchange = new Exchange(request, maxBytes, resolve, reject, (ended) => this.settled(ended));
@@ -79,8 +114,21 @@ export class NetTransport implements Transport {
     // Every connection goes at once: the process exits without waiting for them.
     for (const exchange of this.live) exchange.destroy();
     this.live.clear();
-    const secure = this.secure && (await this.secure.catch(() => undefined));
-    await secure?.close();
+    for (const other of [this.secure, this.pooled]) {
+      const transport = other && (await other.catch(() => undefined));
+      await transport?.close();
+    }
+  }
+
+  /** What the answers being read hold now, all together (see Exchange). */
+  held(): Held {
+    const held = { buffers: 0, bytes: 0 };
+    for (const exchange of this.live) {
+      const one = exchange.held();
+      held.buffers += one.buffers;
+      held.bytes += one.bytes;
+    }
+    return held;
   }
 
   private begin(exchange: Exchange): void {
@@ -139,10 +187,18 @@ type BodyMode = { kind: 'none' } | { kind: 'length'; left: number } | { kind: 'c
 const notHttp = (why: string): TransportFailure =>
   new TransportFailure('other', `the answer is not valid HTTP: ${why}`, 'HPE_INVALID');
 
+/** What a kept part of an answer costs: the Buffers held and the bytes of memory they keep alive. */
+export interface Held {
+  buffers: number;
+  bytes: number;
+}
+
 /**
  * One request and its answer on a connection of its own: the status, the headers the client
  * reads, and the body up to a cap, as one string; ended at once by the caller (a deadline, a
- * stop), the connection dropped.
+ * stop), the connection dropped. What it holds stays in proportion to the body: the body is
+ * copied into one buffer that grows by doubling, never kept as views of what the socket read
+ * (a view keeps its whole read alive), and the framing of a chunked body is bounded too.
  */
 class Exchange {
   settled = false;
@@ -150,14 +206,25 @@ class Exchange {
   private stopListening: (() => void) | undefined;
   private url: URL | undefined;
   private wire: Buffer | undefined;
-  /** Bytes read and not yet parsed: the head, then a chunked body's framing. */
-  private pending: Buffer = Buffer.alloc(0);
+  /** Bytes read and not yet parsed: the head, then a chunked body's framing; a copy between reads. */
+  private pending: Buffer = EMPTY;
+  /** Bytes of the head read so far, CR/LF skipped before a status line included. */
+  private headBytes = 0;
+  /** Where the search for a LF without its CR goes on in `pending`. */
+  private scanned = 0;
+  /** The status line was read and found valid. */
+  private statusRead = false;
   private status = 0;
   private rawHeaders: string[] = [];
   private mode: BodyMode | undefined;
-  /** In a chunked body: the bytes of the current chunk still to come, or -1 between chunks. */
+  /** In a chunked body: the bytes of the chunk still to come; 0: its CRLF; -1: a size line; -2: trailers. */
   private chunkLeft = -1;
-  private readonly chunks: Buffer[] = [];
+  /** A chunked body's framing so far: size lines, extensions, CRLFs, trailers. */
+  private framing = 0;
+  private extensions = 0;
+  private trailers = 0;
+  /** The body so far: `size` bytes of a buffer that grows by doubling, up to the cap. */
+  private body: Buffer = EMPTY;
   private size = 0;
 
   constructor(
@@ -203,6 +270,15 @@ class Exchange {
     this.socket?.destroy();
   }
 
+  /**
+   * The memory this answer holds now, the read being parsed aside (`pending` may be a view of it
+   * while it is parsed, a copy after): tests see that it stays in proportion to the body.
+   */
+  held(): Held {
+    const buffers = (this.body.length > 0 ? 1 : 0) + (this.pending.length > 0 ? 1 : 0);
+    return { buffers, bytes: this.body.buffer.byteLength + this.pending.length };
+  }
+
   fail(error: unknown): void {
     if (this.settled) return;
     this.release();
@@ -221,49 +297,80 @@ class Exchange {
     try {
       if (this.mode === undefined) {
         this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
-        if (!this.readHead()) return;
+        if (!this.readHead()) {
+          this.keepPending();
+          return;
+        }
         const rest = this.pending;
-        this.pending = Buffer.alloc(0);
+        this.pending = EMPTY;
         this.readBody(rest);
       } else this.readBody(chunk);
+      this.keepPending();
     } catch (error) {
       this.end(error);
     }
   }
 
-  /** Parses heads (1xx ones are skipped) until the answer's own; false until it is all here. */
+  /** What is left unparsed is copied out of the read it came in, so as not to keep that read alive. */
+  private keepPending(): void {
+    if (this.pending.length > 0 && this.pending.length < this.pending.buffer.byteLength)
+      this.pending = Buffer.from(this.pending);
+  }
+
+  /**
+   * Parses heads (1xx ones are skipped) until the answer's own; false until it is all here. As
+   * llhttp does, CR and LF before a status line are skipped, and what cannot be HTTP is refused
+   * as soon as it shows: first bytes other than `HTTP/`, a first line that is not an HTTP/1.x
+   * status line, a LF without its CR.
+   */
   private readHead(): boolean {
     for (;;) {
-      const at = this.pending.indexOf('\r\n\r\n');
-      // Something else than HTTP is refused as soon as its first bytes say so, as llhttp does.
-      const prefix = this.pending.toString('latin1', 0, Math.min(5, this.pending.length));
-      if (!'HTTP/'.startsWith(prefix)) throw notHttp('no HTTP/1.x status line');
-      if (at === -1) {
-        if (this.pending.length > MAX_HEAD_BYTES) throw notHttp(`a head larger than ${MAX_HEAD_BYTES} bytes`);
+      if (!this.statusRead) {
+        let skip = 0;
+        while (skip < this.pending.length && (this.pending[skip] === 13 || this.pending[skip] === 10)) skip++;
+        this.headBytes += skip;
+        this.pending = this.pending.subarray(skip);
+        if (this.headBytes > MAX_HEAD_BYTES) throw notHttp(`a head larger than ${MAX_HEAD_BYTES} bytes`);
+        const prefix = this.pending.toString('latin1', 0, Math.min(5, this.pending.length));
+        if (!'HTTP/'.startsWith(prefix)) throw notHttp('no HTTP/1.x status line');
+      }
+      const end = this.pending.indexOf('\r\n\r\n');
+      const scanTo = end === -1 ? this.pending.length : end + 4;
+      for (let at = this.scanned; at < scanTo; at++)
+        if (this.pending[at] === 10 && (at === 0 || this.pending[at - 1] !== 13))
+          throw notHttp('a line ended by LF alone');
+      this.scanned = Math.max(0, scanTo - 1);
+      if (!this.statusRead) {
+        const eol = this.pending.indexOf('\r\n');
+        if (eol !== -1) {
+          if (!STATUS_LINE.test(this.pending.toString('latin1', 0, eol))) throw notHttp('no HTTP/1.x status line');
+          this.statusRead = true;
+        }
+      }
+      if (end === -1) {
+        if (this.headBytes + this.pending.length > MAX_HEAD_BYTES)
+          throw notHttp(`a head larger than ${MAX_HEAD_BYTES} bytes`);
         return false;
       }
-      if (at > MAX_HEAD_BYTES) throw notHttp(`a head larger than ${MAX_HEAD_BYTES} bytes`);
-      const lines = this.pending.toString('latin1', 0, at).split('\r\n');
-      this.pending = this.pending.subarray(at + 4);
-      const status = STATUS_LINE.exec(lines[0] as string);
-      if (!status) throw notHttp('no HTTP/1.x status line');
-      const code = Number(status[1]);
+      if (this.headBytes + end > MAX_HEAD_BYTES) throw notHttp(`a head larger than ${MAX_HEAD_BYTES} bytes`);
+      const lines = this.pending.toString('latin1', 0, end).split('\r\n');
+      this.pending = this.pending.subarray(end + 4);
+      this.headBytes = 0;
+      this.scanned = 0;
+      this.statusRead = false;
+      const code = Number((STATUS_LINE.exec(lines[0] as string) as RegExpExecArray)[1]);
       const rawHeaders: string[] = [];
       let length: number | undefined;
       let chunked = false;
       let encoded = false;
       for (let index = 1; index < lines.length; index++) {
-        const line = lines[index] as string;
-        const colon = line.indexOf(':');
-        const name = colon === -1 ? '' : line.slice(0, colon);
-        if (!TOKEN.test(name)) throw notHttp('a header line that is not a name and a value');
-        const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '');
-        if (BAD_VALUE.test(value)) throw notHttp(`a control character in header ${name}`);
+        const [name, value] = headerLine(lines[index] as string);
         rawHeaders.push(name, value);
         const lower = name.toLowerCase();
         if (lower === 'content-length') {
           if (!/^\d{1,15}$/.test(value)) throw notHttp('a Content-Length that is not a number');
-          if (length !== undefined && length !== Number(value)) throw notHttp('two Content-Lengths that differ');
+          // llhttp refuses a second one even when it says the same.
+          if (length !== undefined) throw notHttp('two Content-Lengths');
           length = Number(value);
         } else if (lower === 'transfer-encoding') {
           encoded = true;
@@ -274,8 +381,13 @@ class Exchange {
       if (code < 200) continue;
       this.status = code;
       this.rawHeaders = rawHeaders;
-      if (code === 204 || code === 304) this.mode = { kind: 'none' };
-      else if (encoded) {
+      if (code === 204 || code === 304) {
+        // No body, whatever the head says. node:http reads what follows as the next answer and
+        // refuses it unless it starts as one: so here, where it is not read, but not the connection.
+        const next = this.pending.toString('latin1', 0, Math.min(5, this.pending.length));
+        if (!'HTTP/'.startsWith(next)) throw notHttp(`bytes after a ${code} answer, which has no body`);
+        this.mode = { kind: 'none' };
+      } else if (encoded) {
         if (length !== undefined) throw notHttp('both Transfer-Encoding and Content-Length');
         this.mode = chunked ? { kind: 'chunked' } : { kind: 'close' };
       } else if (length !== undefined) this.mode = { kind: 'length', left: length };
@@ -305,7 +417,11 @@ class Exchange {
     }
   }
 
-  /** A chunked body: each chunk's data to `take`, its framing through `pending`. */
+  /**
+   * A chunked body: each chunk's data to `take`, its framing through `pending`, counted: all of
+   * it against a bound as large as the body's cap (16 KiB at least), the extensions against
+   * node:http's 16 KiB, the trailers against the head's.
+   */
   private readChunked(chunk: Buffer): void {
     this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
     while (!this.settled) {
@@ -321,37 +437,71 @@ class Exchange {
         // The CRLF after a chunk's data.
         if (this.pending.length < 2) return;
         if (this.pending[0] !== 13 || this.pending[1] !== 10) throw notHttp('a chunk not ended by CRLF');
-        this.pending = this.pending.subarray(2);
+        this.consume(2);
         this.chunkLeft = -1;
         continue;
       }
       const eol = this.pending.indexOf('\r\n');
-      if (eol === -1) {
-        if (this.pending.length > MAX_HEAD_BYTES) throw notHttp('a chunk size line too long');
-        return;
-      }
-      const size = CHUNK_SIZE.exec(this.pending.toString('latin1', 0, eol));
-      if (!size) throw notHttp('a chunk size that is not hexadecimal');
-      const bytes = Number.parseInt(size[1] as string, 16);
-      if (bytes > 0) {
-        this.pending = this.pending.subarray(eol + 2);
-        this.chunkLeft = bytes;
+      const line = eol === -1 ? this.pending.length : eol;
+      if (this.chunkLeft === -2) {
+        // Trailers: header lines, read as a head's are and not kept, then an empty line.
+        if (this.trailers + line > MAX_HEAD_BYTES) throw notHttp(`trailers larger than ${MAX_HEAD_BYTES} bytes`);
+        if (eol === -1) return;
+        const text = this.pending.toString('latin1', 0, eol);
+        this.trailers += eol + 2;
+        this.consume(eol + 2);
+        if (text === '') {
+          this.finish();
+          return;
+        }
+        headerLine(text);
         continue;
       }
-      // The last chunk: trailers, then an empty line; their content is not read.
-      if (this.pending.indexOf('\r\n\r\n', eol) === -1) {
-        if (this.pending.length > MAX_HEAD_BYTES) throw notHttp('trailers larger than 16384 bytes');
+      // A size line: hexadecimal digits, then extensions (`;...`) or nothing.
+      const semicolon = this.pending.subarray(0, line).indexOf(';');
+      const extension = semicolon === -1 ? 0 : line - semicolon;
+      if (this.extensions + extension > MAX_EXTENSION_BYTES)
+        throw notHttp(`chunk extensions larger than ${MAX_EXTENSION_BYTES} bytes`);
+      if (line > MAX_HEAD_BYTES + MAX_EXTENSION_BYTES) throw notHttp('a chunk size line too long');
+      if (eol === -1) {
+        this.checkFraming(this.pending.length);
         return;
       }
-      this.finish();
-      return;
+      const sizeLine = this.pending.toString('latin1', 0, eol);
+      const size = CHUNK_SIZE.exec(sizeLine);
+      if (!size)
+        throw notHttp(
+          /^[0-9A-Fa-f]+;/.test(sizeLine)
+            ? 'a control character in chunk extensions'
+            : 'a chunk size that is not hexadecimal',
+        );
+      this.extensions += extension;
+      this.consume(eol + 2);
+      // Leading zeros are allowed, as llhttp allows them; more than 8 digits after them is over any cap.
+      const digits = (size[1] as string).replace(/^0+(?=.)/, '');
+      if (digits.length > 8) throw new TransportFailure('too-large', `larger than ${this.maxBytes} bytes`);
+      const bytes = Number.parseInt(digits, 16);
+      this.chunkLeft = bytes > 0 ? bytes : -2;
     }
   }
 
-  /** A piece of the body: counted against the cap, shown to `inspect`, kept. */
+  /** Framing bytes parsed and dropped from `pending`. */
+  private consume(bytes: number): void {
+    this.pending = this.pending.subarray(bytes);
+    this.checkFraming(bytes);
+    this.framing += bytes;
+  }
+
+  /** A chunked body's framing is bounded as its data is: a flood of tiny chunks ends, as data would. */
+  private checkFraming(more: number): void {
+    const bound = Math.max(this.maxBytes, MAX_HEAD_BYTES);
+    if (this.framing + more > bound)
+      throw new TransportFailure('too-large', `larger than ${this.maxBytes} bytes (chunked framing over ${bound})`);
+  }
+
+  /** A piece of the body: counted against the cap, shown to `inspect`, copied into the body. */
   private take(part: Buffer): void {
-    this.size += part.length;
-    if (this.size > this.maxBytes) {
+    if (this.size + part.length > this.maxBytes) {
       this.end(new TransportFailure('too-large', `larger than ${this.maxBytes} bytes`));
       return;
     }
@@ -363,15 +513,23 @@ class Exchange {
         return;
       }
     }
-    this.chunks.push(part);
+    const needed = this.size + part.length;
+    if (needed > this.body.length) {
+      const grown = Buffer.allocUnsafeSlow(Math.min(this.maxBytes, Math.max(needed, 2 * this.body.length, 1024)));
+      this.body.copy(grown, 0, 0, this.size);
+      this.body = grown;
+    }
+    part.copy(this.body, this.size);
+    this.size = needed;
   }
 
   private finish(): void {
     if (this.settled) return;
     this.release();
     this.socket?.destroy();
-    const { chunks } = this;
-    const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+    const text = this.body.toString('utf8', 0, this.size);
+    this.body = EMPTY;
+    this.pending = EMPTY;
     this.resolve({ status: this.status, headers: pickHeaders(this.rawHeaders), body: text });
   }
 
@@ -379,6 +537,8 @@ class Exchange {
   private end(reason: unknown): void {
     if (this.settled) return;
     this.release();
+    this.body = EMPTY;
+    this.pending = EMPTY;
     this.reject(reason);
     this.socket?.destroy();
   }
@@ -389,4 +549,14 @@ class Exchange {
     this.stopListening?.();
     this.onSettled(this);
   }
+}
+
+/** A header or trailer line: a name that is a token, a value without control characters. */
+function headerLine(line: string): [string, string] {
+  const colon = line.indexOf(':');
+  const name = colon === -1 ? '' : line.slice(0, colon);
+  if (!TOKEN.test(name)) throw notHttp('a header line that is not a name and a value');
+  const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '');
+  if (BAD_VALUE.test(value)) throw notHttp(`a control character in header ${name}`);
+  return [name, value];
 }

@@ -331,6 +331,13 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
 }
 
 /**
+ * The requests of a `few` run sent over node:net before the rest go over undici: a connection per
+ * request (and a socket in TIME_WAIT each) costs more than loading undici once somewhere between
+ * 32 requests (node:net 0.70x undici's time, loopback) and 128 (1.23x; 512: 1.37x).
+ */
+export const NET_REQUESTS = 64;
+
+/**
  * The transport a run's requests go over, loaded only here, where a request will be sent: never
  * by `--version`, help, config or a usage error. node:net for a few requests, undici for many
  * or behind a proxy (RunOptions.requests); -v names the one chosen.
@@ -341,15 +348,20 @@ async function openTransport(
   options: { connections: number; insecure: boolean | undefined; ca: string | undefined; trace: Trace },
 ): Promise<Transport> {
   const { connections, insecure, ca, trace } = options;
+  const undici = async (why: string): Promise<Transport> => {
+    trace?.(`transport: undici (${why})`);
+    const { UndiciTransport } = await import('../broker/undici-transport.js');
+    return new UndiciTransport({ connections, insecure, ca, proxy, trace });
+  };
   if (requests === 'few' && proxy === undefined) {
-    // HTTP/1.1 over node:net for http, node:http for https (net-transport.ts, issue 41).
-    trace?.('transport: node:net (a few requests; node:http for https)');
+    // HTTP/1.1 over node:net for http, node:http for https (net-transport.ts, issue 41); a
+    // connection per request, so a command line of many ids goes on over undici's pool.
+    trace?.(`transport: node:net (a few requests; node:http for https; undici after ${NET_REQUESTS})`);
     const { NetTransport } = await import('../broker/net-transport.js');
-    return new NetTransport({ connections, insecure, ca });
+    const overflow = { after: NET_REQUESTS, open: () => undici(`more than ${NET_REQUESTS} requests`) };
+    return new NetTransport({ connections, insecure, ca, overflow });
   }
-  trace?.(`transport: undici (${proxy === undefined ? 'many requests' : 'a proxy is in force'})`);
-  const { UndiciTransport } = await import('../broker/undici-transport.js');
-  return new UndiciTransport({ connections, insecure, ca, proxy, trace });
+  return undici(proxy === undefined ? 'many requests' : 'a proxy is in force');
 }
 
 type Trace = ((line: string) => void) | undefined;

@@ -5,8 +5,10 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
+import { NET_REQUESTS } from '../../src/commands/globals.js';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { runVerb } from '../reliability/harness.js';
 import { FakeClock } from '../support/fakes.js';
@@ -139,6 +141,37 @@ describe('which transport a run uses (-v names it)', () => {
     await listWatch.waitForStderr(/^queenctl: transport: /m);
     listWatch.kill('SIGINT');
     assert.equal(chosen((await listWatch.exited).stderr), 'undici', 'lease list --watch');
+  });
+
+  it('ids past the first NET_REQUESTS on the command line go over undici: not a connection each', async () => {
+    // A relay in front of the simulator counts the connections the run opens.
+    let connections = 0;
+    const relay = createServer((socket) => {
+      connections++;
+      const upstream = connect(plain.port, '127.0.0.1');
+      socket.pipe(upstream).pipe(socket);
+      socket.on('error', () => upstream.destroy());
+      upstream.on('error', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    try {
+      const ids = Array.from({ length: NET_REQUESTS + 200 }, () => plain.mint());
+      const url = `http://127.0.0.1:${(relay.address() as AddressInfo).port}`;
+      const args = ['lease', 'extend', ...ids, '--server', url, '--token', TOKEN, '-v', '-o', 'name'];
+      const result = await runInProcess(args);
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.stdout.trim().split('\n').length, ids.length, 'every lease renewed');
+      assert.equal(chosen(result.stderr), 'node:net');
+      assert.match(
+        result.stderr,
+        new RegExp(`^queenctl: transport: undici \\(more than ${NET_REQUESTS} requests\\)$`, 'm'),
+      );
+      // node:net's NET_REQUESTS, then undici's pool: 16 (--concurrency) in flight, a few more opened
+      // while node:net's last ones end; a connection each would be 264.
+      assert.ok(connections <= NET_REQUESTS + 32, `${connections} connections for ${ids.length} requests`);
+    } finally {
+      relay.close();
+    }
   });
 });
 

@@ -11,8 +11,14 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { RawAnswer } from '../../src/broker/contract.js';
-import { MAX_HEAD_BYTES } from '../../src/broker/net-transport.js';
-import { classify, TransportFailure, type Cancellation, type TransportRequest } from '../../src/broker/transport.js';
+import { type Held, MAX_HEAD_BYTES, NetTransport } from '../../src/broker/net-transport.js';
+import {
+  type Cancellation,
+  classify,
+  type Transport,
+  TransportFailure,
+  type TransportRequest,
+} from '../../src/broker/transport.js';
 import { UndiciTransport } from '../../src/broker/undici-transport.js';
 import { deadPort } from '../support/ports.js';
 import { startProxy } from '../support/proxy.js';
@@ -337,6 +343,62 @@ for (const name of TRANSPORTS)
       }
     });
 
+    // Its own time limit, so that a transport waiting for the rest fails this test alone.
+    it('a head that cannot be HTTP fails as soon as its first line shows it, the connection left open', {
+      timeout: 10_000,
+    }, async () => {
+      // No end and no deadline: a transport that waited for the rest would leave the test to its timeout.
+      for (const head of [
+        'HTTP/2 200 OK\r\n',
+        'HTTP/1.1 2x0 OK\r\n',
+        'HTTP/1.1 200 OK\n',
+        'HTTP/1.1 200 OK\r\nx-a: 1\n',
+      ]) {
+        const open = await rawServer(() => head, { keepOpen: true });
+        try {
+          const failed = await failure(transport.send(request('/', { origin: open.origin })));
+          assert.equal(failed.kind, 'other', JSON.stringify(head));
+        } finally {
+          await open.close();
+        }
+      }
+    });
+
+    it('refuses what llhttp does in a body: two Content-Lengths, control bytes in framing, one on a 204', async () => {
+      for (const reply of [
+        'HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 2\r\n\r\nab',
+        'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2;x=\x1b[31m\x00\r\nab\r\n0\r\n\r\n',
+        'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nab\r\n0\r\nx-t: \x1b]0;pwn\x07\r\n\r\n',
+        'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2  \r\nab\r\n0\r\n\r\n',
+        'HTTP/1.1 204 No Content\r\ncontent-length: 2\r\n\r\nab',
+        'HTTP/1.1 304 Not Modified\r\ncontent-length: 2\r\n\r\nab',
+      ]) {
+        const raw = await rawServer(() => reply);
+        try {
+          const failed = await failure(transport.send(request('/', { origin: raw.origin })));
+          assert.equal(failed.kind, 'other', JSON.stringify(reply));
+        } finally {
+          await raw.close();
+        }
+      }
+    });
+
+    it('reads what llhttp reads: CRLF before the status line, leading zeros, an answer after a 204', async () => {
+      for (const [reply, status, body] of [
+        ['\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok', 200, 'ok'],
+        ['HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n00000000000002\r\nok\r\n0\r\n\r\n', 200, 'ok'],
+        ['HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok', 204, ''],
+      ] as const) {
+        const raw = await rawServer(() => reply);
+        try {
+          const answer = await transport.send(request('/', { origin: raw.origin }));
+          assert.deepEqual(answer, { status, headers: {}, body }, JSON.stringify(reply));
+        } finally {
+          await raw.close();
+        }
+      }
+    });
+
     it('a host that does not resolve is `host-not-found`; an origin that is not a URL is `bad-address`', async () => {
       const unknown = await failure(transport.send(request('/', { origin: 'http://queen.invalid' })));
       assert.equal(unknown.kind, 'host-not-found');
@@ -491,6 +553,116 @@ describe('the node:net transport reads HTTP/1.1 as node:http does', { timeout: 3
     }
   });
 
+  it('stricter than llhttp on purpose: a status under 100, control bytes in the reason, never quoted', async () => {
+    for (const reply of [
+      'HTTP/1.1 099 OK\r\ncontent-length: 0\r\n\r\n',
+      'HTTP/1.1 200 \x1b[31mOK\x1b]0;owned\x07\r\ncontent-length: 0\r\n\r\n',
+      'HTTP/1.1 200 O\x00K\r\ncontent-length: 0\r\n\r\n',
+    ]) {
+      const failed = await answerTo(reply);
+      assert.ok(failed instanceof TransportFailure, JSON.stringify(reply));
+      assert.equal(failed.kind, 'other');
+      assert.doesNotMatch(failed.message, /[\0-\x1f]/);
+    }
+  });
+
+  it("refuses chunk extensions over node:http's 16 KiB, counted over the whole body", async () => {
+    const extended = `1;${'e'.repeat(9000)}\r\nx\r\n`;
+    const failed = await answerTo(
+      `HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n${extended}${extended}0\r\n\r\n`,
+    );
+    assert.ok(failed instanceof TransportFailure);
+    assert.equal(failed.kind, 'other');
+    assert.match(failed.message, /chunk extensions larger than 16384 bytes/);
+  });
+
+  it('bounds the framing of a chunked body as its data: tiny chunks with long size lines are too large', async () => {
+    const small = makeTransport('node:net', { maxBodyBytes: 1000 });
+    const raw = await rawServer(
+      () =>
+        `HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n${`${'0'.repeat(30)}1\r\nx\r\n`.repeat(700)}0\r\n\r\n`,
+    );
+    try {
+      const failed = await failure(small.send(request('/', { origin: raw.origin })));
+      assert.equal(failed.kind, 'too-large');
+    } finally {
+      await raw.close();
+      await small.close();
+    }
+  });
+
+  /** The most a socket read brings (Node reads 64 KiB at a time): what is held may include the rest of one. */
+  const READ_BYTES = 64 * 1024;
+  /** The most `held()` said while the body was read, and the body, for a chunked answer written in `pieces`. */
+  const holding = async (pieces: string[]): Promise<{ most: Held; body: string }> => {
+    const reader = new NetTransport();
+    const most: Held = { buffers: 0, bytes: 0 };
+    const writer = await pieceServer(['HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n', ...pieces, '0\r\n\r\n']);
+    try {
+      const inspect = (): void => {
+        const now = reader.held();
+        most.buffers = Math.max(most.buffers, now.buffers);
+        most.bytes = Math.max(most.bytes, now.bytes);
+      };
+      const answer = await reader.send(request('/', { origin: writer.origin, inspect }));
+      return { most, body: answer.body };
+    } finally {
+      await writer.close();
+      await reader.close();
+    }
+  };
+
+  it('keeps no view of what the socket read: a tiny chunk in a large read holds its own bytes only', async () => {
+    // Each read is 8 KB of framing (leading zeros) around one byte of data: 40 such reads kept
+    // alive would be 320 KB; what is held is the body's buffer and the rest of the read (64 KiB at most).
+    const { most, body } = await holding(Array.from({ length: 40 }, () => `${'0'.repeat(8000)}1\r\nx\r\n`));
+    assert.equal(body, 'x'.repeat(40));
+    assert.ok(most.bytes <= READ_BYTES + 1024, `held ${most.bytes} bytes for a body of 40`);
+  });
+
+  it('holds the body of a flood of 1-byte chunks in one buffer, not one per chunk', async () => {
+    const { most, body } = await holding(['1\r\nx\r\n'.repeat(20_000)]);
+    assert.equal(body.length, 20_000);
+    assert.ok(most.buffers <= 2, `held ${most.buffers} buffers`);
+    assert.ok(most.bytes <= 2 * 20_000 + READ_BYTES, `held ${most.bytes} bytes for a body of 20000`);
+  });
+
+  it('sends the first requests of a run over node:net and the rest over the pooled transport', async () => {
+    const raw = await rawServer(() => 'HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\nnet');
+    let opened = 0;
+    const pooledPaths: string[] = [];
+    const pooled: Transport = {
+      send: async (sent) => {
+        pooledPaths.push(sent.path);
+        return { status: 200, headers: {}, body: 'pool' };
+      },
+      close: async () => {},
+    };
+    const reader = new NetTransport({
+      overflow: {
+        after: 2,
+        open: async () => {
+          opened++;
+          return pooled;
+        },
+      },
+    });
+    try {
+      const bodies = await Promise.all(
+        ['/1', '/2', '/3', '/4', '/5'].map(
+          async (path) => (await reader.send(request(path, { origin: raw.origin }))).body,
+        ),
+      );
+      assert.deepEqual(bodies, ['net', 'net', 'pool', 'pool', 'pool']);
+      assert.deepEqual(pooledPaths, ['/3', '/4', '/5']);
+      assert.equal(opened, 1, 'the pooled transport is opened once');
+      assert.equal(raw.text().match(/^GET /gm)?.length, 2, 'two connections over node:net');
+    } finally {
+      await reader.close();
+      await raw.close();
+    }
+  });
+
   it('never sends a header or a path node:http would refuse: the request fails before it goes', async () => {
     const raw = await rawServer(() => 'HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n');
     try {
@@ -514,6 +686,7 @@ describe('the node:net transport reads HTTP/1.1 as node:http does', { timeout: 3
  */
 async function rawServer(
   answer: (text: string) => string | undefined,
+  options: { keepOpen?: boolean } = {},
 ): Promise<{ origin: string; text(): string; close(): Promise<void> }> {
   let text = '';
   const sockets = new Set<net.Socket>();
@@ -523,7 +696,9 @@ async function rawServer(
       text += chunk.toString('latin1');
       if (!text.includes('\r\n\r\n')) return;
       const reply = answer(text);
-      if (reply !== undefined) socket.end(reply);
+      if (reply === undefined) return;
+      if (options.keepOpen) socket.write(reply);
+      else socket.end(reply);
     });
     socket.on('error', () => {});
   });
@@ -574,3 +749,27 @@ describe('classify', () => {
     });
   }
 });
+
+/** A server that answers any request with `pieces`, each written on its own once the last has drained. */
+async function pieceServer(pieces: string[]): Promise<{ origin: string; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.once('data', async () => {
+      for (const piece of pieces) {
+        if (socket.destroyed) return;
+        if (!socket.write(piece)) await new Promise((resolve) => socket.once('drain', resolve));
+        await delay(1);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
