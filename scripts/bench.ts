@@ -335,8 +335,11 @@ async function benchStartup(url: string, control: SimulatorControl): Promise<voi
       target: STARTUP_TARGETS.extend,
     },
   ];
-  const bins: Array<{ label: string; bin: string }> = [{ label: '', bin: BIN }];
-  if (BEFORE_BIN) bins.push({ label: ' (before)', bin: BEFORE_BIN });
+  // Each build with a cache directory of its own: a build refuses another's config memo
+  // (src/config/memo.ts), and sharing one would make whichever ran last pay for reading the YAML.
+  const bins: Array<{ label: string; bin: string; env: NodeJS.ProcessEnv }> = [{ label: '', bin: BIN, env }];
+  if (BEFORE_BIN)
+    bins.push({ label: ' (before)', bin: BEFORE_BIN, env: { ...env, XDG_CACHE_HOME: join(scratch, 'cache-before') } });
   try {
     for (const [index, node] of benchNodes().entries()) {
       const withCurl = hasCurl && index === 0;
@@ -347,8 +350,8 @@ async function benchStartup(url: string, control: SimulatorControl): Promise<voi
       const extend = cases[cases.length - 1] as StartupCase;
       const key = (startup: StartupCase, label: string): string => `${startup.name}${label}`;
       // Warm the file cache once (and, on another Node, make its code cache); interleaving does the rest.
-      for (const { bin } of bins)
-        for (const startup of cases) timeOnce(run(startup, bin), undefined, env, startup.status);
+      for (const { bin, env: binEnv } of bins)
+        for (const startup of cases) timeOnce(run(startup, bin), undefined, binEnv, startup.status);
       const cache = spawnSync(run(extend)[0] as string, run(extend).slice(1), {
         env: { ...env, QUEENCTL_DEBUG: '1' },
         encoding: 'utf8',
@@ -369,8 +372,8 @@ async function benchStartup(url: string, control: SimulatorControl): Promise<voi
       for (let round = 0; round < SIZES.startupRuns; round++) {
         times.get('bare')?.push(timeOnce(bare, undefined, env));
         for (const startup of cases)
-          for (const { label, bin } of bins)
-            times.get(key(startup, label))?.push(timeOnce(run(startup, bin), undefined, env, startup.status));
+          for (const { label, bin, env: binEnv } of bins)
+            times.get(key(startup, label))?.push(timeOnce(run(startup, bin), undefined, binEnv, startup.status));
         times.get('http')?.push(timeOnce(http, undefined, env));
         times.get('net')?.push(timeOnce(net, undefined, env));
         if (withCurl) times.get('curl')?.push(timeOnce(curl));
