@@ -8,9 +8,10 @@
  * Targets (issue 40): `queenctl --version` <= 1.15x `node -e 0`; `queenctl lease extend <id>`
  * against the simulator <= 1.35x `node -e 0` and never slower than the npm package.
  *
- * QUEENCTL_BENCH_EXE_COMPARE=<build.json of another executable> (an earlier build, say the Node.js
- * one, kept elsewhere) adds its rows to the same rounds, and its CPU beside this one's on the long
- * runs: the comparison that chose Bun.
+ * QUEENCTL_BENCH_EXE_COMPARE=<build.json of another executable>[,<another> ...] (an earlier build,
+ * say the Node.js one, or Bun's without --bytecode, kept elsewhere) adds their rows to the same
+ * rounds, and the first one's CPU beside this one's on the long runs: the comparison that chose
+ * Bun (docs/standalone.md).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -118,8 +119,9 @@ const fmtMs = (ms: number): string => `${ms.toFixed(2)} ms`;
 
 export async function benchExe(options: ExeBenchOptions): Promise<ExeRow[]> {
   const built = exeBuild(options.build);
-  const compareFile = process.env.QUEENCTL_BENCH_EXE_COMPARE;
-  const compare = compareFile ? (JSON.parse(readFileSync(compareFile, 'utf8')) as ExeBuild) : null;
+  const compareFiles = (process.env.QUEENCTL_BENCH_EXE_COMPARE ?? '').split(',').filter(Boolean);
+  const compared = compareFiles.map((file) => JSON.parse(readFileSync(file, 'utf8')) as ExeBuild);
+  const compare = compared[0] ?? null;
   const { url, leaseId, pinned } = options;
   const runtimeOf = (b: ExeBuild): string =>
     b.runtime ? `${b.runtime.name} ${b.runtime.version}, embedded` : `node v${b.nodeVersion}, embedded`;
@@ -136,11 +138,11 @@ export async function benchExe(options: ExeBenchOptions): Promise<ExeRow[]> {
     npmVersion: pinned(0, [process.execPath, BIN, '--version']),
     npmExtend: pinned(0, [process.execPath, BIN, ...extend]),
   };
-  if (compare) {
-    commands.otherVersion = pinned(0, [compare.exe, '--version']);
-    commands.otherExtend = pinned(0, [compare.exe, ...extend]);
+  for (const [i, other] of compared.entries()) {
+    commands[`other${i}Version`] = pinned(0, [other.exe, '--version']);
+    commands[`other${i}Extend`] = pinned(0, [other.exe, ...extend]);
     // The Node.js that build carried, bare: its own reference.
-    if (compare.node) commands.otherBare = pinned(0, [compare.node, '-e', '0']);
+    if (other.node) commands[`other${i}Bare`] = pinned(0, [other.node, '-e', '0']);
   }
   const times: Record<string, number[]> = Object.fromEntries(Object.keys(commands).map((name) => [name, []]));
   try {
@@ -202,22 +204,21 @@ export async function benchExe(options: ExeBenchOptions): Promise<ExeRow[]> {
       node: process.version,
     })),
   ];
-  if (compare) {
-    const other = runtimeOf(compare);
+  for (const [i, other] of compared.entries()) {
     for (const [name, what] of [
-      ['otherBare', 'node -e 0'],
-      ['otherVersion', '--version'],
-      ['otherExtend', 'lease extend'],
+      [`other${i}Bare`, 'its node -e 0'],
+      [`other${i}Version`, '--version'],
+      [`other${i}Extend`, 'lease extend'],
     ] as const) {
       if (m[name] === undefined) continue;
       rows.push({
-        measure: `compared exe (${compareFile}): ${what}`,
+        measure: `compared exe ${compareFiles[i]}: ${what}`,
         queenctl: fmtMs(m[name] as number),
         reference: bare,
         ratio: `${((m[name] as number) / bareMs).toFixed(2)}x`,
         target: '-',
         met: '-',
-        node: other,
+        node: runtimeOf(other),
       });
     }
   }

@@ -6,6 +6,7 @@
 //   dist/exe/queenctl-<version>-<os>-<arch>.tar.gz (.zip)    it, LICENSE, README, licences, SBOM, ...
 //   dist/exe/SHA256SUMS                                      sha256sum -c checks the archive
 //   dist/exe/build.json                                      what was built, for the tests and release
+//   dist/exe/queenctl.cjs                                    the bundle compiled in (build.json: its SHA-256)
 //
 // `--target <os>-<arch>`: linux-x64, linux-arm64, darwin-x64, darwin-arm64, windows-x64, all built
 // on this machine (Bun's compiler cross-builds: the target's runtime is only copied, never run).
@@ -102,7 +103,12 @@ const exe = join(outDir, target.exe);
 const archive = join(exeDir, `${name}.${target.archive}`);
 const work = join(exeDir, '.build');
 // An executable from an earlier build must not outlive a failed one.
-for (const stale of [outDir, archive, join(exeDir, 'SHA256SUMS'), join(exeDir, 'build.json'), work])
+for (const stale of [
+  outDir,
+  archive,
+  ...['SHA256SUMS', 'build.json', 'queenctl.cjs'].map((f) => join(exeDir, f)),
+  work,
+])
   rmSync(stale, { recursive: true, force: true });
 mkdirSync(work, { recursive: true });
 
@@ -144,7 +150,9 @@ const bundleSha256 = createHash('sha256').update(draft).digest('hex');
 const placeholderAt = draft.indexOf(BUNDLE_ID_PLACEHOLDER);
 if (placeholderAt === -1 || draft.indexOf(BUNDLE_ID_PLACEHOLDER, placeholderAt + 1) !== -1)
   fail('the bundle does not hold its id placeholder exactly once (src/standalone.ts, QUEENCTL_BUNDLE_SHA256)');
-const bundle = join(work, 'queenctl.cjs');
+// Kept beside the executable: what it was compiled from, for the tests (and for a comparison of
+// compiler flags, docs/standalone.md).
+const bundle = join(exeDir, 'queenctl.cjs');
 writeFileSync(
   bundle,
   Buffer.concat([
@@ -277,8 +285,8 @@ writeFileSync(
       // The compiler's Bun, which also runs the bundle for the tests (the same program, unpacked).
       bun: compiler,
       // The SHA-256 of the bundle compiled in, with this id zeroed (it carries the id itself).
+      bundle,
       bundleSha256,
-      bundleBytes: statSync(bundle).size,
       exeSha256: sha256(exe),
       runsHere,
       emulator: emulation ? emulatorOf(emulation) : null,
