@@ -207,6 +207,7 @@ try {
   renameSync(partial, exe);
 } catch (error) {
   rmSync(partial, { force: true });
+  rmSync(bundle, { force: true });
   fail(`${error.message}\nno executable was made`);
 }
 say(`${relative(root, exe)}: ${(statSync(exe).size / 1e6).toFixed(1)} MB`);

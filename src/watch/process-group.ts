@@ -103,8 +103,18 @@ async function launchGuarded(
       // the command cannot be started, like E2BIG, never a crash of queenctl's.
       return cannotStart(error as NodeJS.ErrnoException);
     }
-    // At once, in the same turn as the start: the group is named before queenctl can die.
-    if (child.pid !== undefined) guardian.stdin?.write(groupMessage(child.pid, spec.killAfterMs));
+    // At once, in the same turn as the start: the group is named before queenctl can die. The
+    // command counts as started (and says so) only once the message is sent: Node.js sends it to
+    // the socket within the write, Bun (the standalone executable) calls the write's callback at
+    // once and sends it later in that turn of its loop, before the loop's next immediate
+    // (observed with strace; docs/standalone.md). A SIGKILL in between would leave a guardian
+    // that knows no group, so the start is reported an immediate after the callback.
+    const named = new Promise<void>((done) => {
+      const stdin = guardian.stdin;
+      if (child.pid === undefined || !stdin) return done();
+      // An error is the guardian gone: seen by whoever uses it next, never a wait here.
+      stdin.write(groupMessage(child.pid, spec.killAfterMs), () => setImmediate(done));
+    });
     child.once('error', cannotStart);
     child.once('spawn', () => {
       if (spec.wholeLines) {
@@ -113,7 +123,7 @@ async function launchGuarded(
       }
       const written = { lines: 0 };
       if (spec.input && child.stdin) void feed(child.stdin, spec.input, written);
-      resolve(new ProcessGroup(child, guardian, free, written));
+      void named.then(() => resolve(new ProcessGroup(child, guardian, free, written)));
     });
   });
 }
