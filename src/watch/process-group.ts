@@ -104,17 +104,14 @@ async function launchGuarded(
       return cannotStart(error as NodeJS.ErrnoException);
     }
     // At once, in the same turn as the start: the group is named before queenctl can die. The
-    // command counts as started (and says so) only once the message is sent: Node.js sends it to
-    // the socket within the write, Bun (the standalone executable) calls the write's callback at
-    // once and sends it later in that turn of its loop, before the loop's next immediate
-    // (observed with strace; docs/standalone.md). A SIGKILL in between would leave a guardian
-    // that knows no group, so the start is reported an immediate after the callback.
-    const named = new Promise<void>((done) => {
-      const stdin = guardian.stdin;
-      if (child.pid === undefined || !stdin) return done();
-      // An error is the guardian gone: seen by whoever uses it next, never a wait here.
-      stdin.write(groupMessage(child.pid, spec.killAfterMs), () => setImmediate(done));
-    });
+    // command counts as started (and says so) only an immediate later: Node.js sends the message
+    // to the socket within the write, but Bun (the standalone executable) sends it later in that
+    // turn of its loop, before the loop's next immediate (and calls the write's callback before
+    // it is sent: observed with strace, docs/standalone.md). A SIGKILL of queenctl in between
+    // would leave a guardian that knows no group. (Not the write's callback: the guardian's
+    // socket is unref'd, and on Node.js nothing else need keep the loop alive for it.)
+    if (child.pid !== undefined) guardian.stdin?.write(groupMessage(child.pid, spec.killAfterMs));
+    const named = new Promise<void>((done) => setImmediate(done));
     child.once('error', cannotStart);
     child.once('spawn', () => {
       if (spec.wholeLines) {
@@ -123,7 +120,9 @@ async function launchGuarded(
       }
       const written = { lines: 0 };
       if (spec.input && child.stdin) void feed(child.stdin, spec.input, written);
-      void named.then(() => resolve(new ProcessGroup(child, guardian, free, written)));
+      // Made now, so that it sees the command's exit however soon that comes; handed over once named.
+      const group = new ProcessGroup(child, guardian, free, written);
+      void named.then(() => resolve(group));
     });
   });
 }
