@@ -1264,7 +1264,19 @@ function table(): string {
 async function benchStandalone(url: string, control: SimulatorControl): Promise<void> {
   if (quick && !flags.only?.split(',').includes('exe')) return;
   const leaseId = await control.mint({ seconds: 86_400 });
-  rows.push(...benchExe({ url, leaseId, runs: quick ? 3 : 15, pinned, build: !quick }));
+  rows.push(
+    ...(await benchExe({
+      url,
+      leaseId,
+      runs: quick ? 3 : 15,
+      pinned,
+      build: !quick,
+      mint: (count, seconds) => mintMany(control, count, seconds),
+      ...(quick
+        ? { bulkIds: 500, watchLeases: 200, watchSeconds: 6 }
+        : { bulkIds: 10_000, watchLeases: 3_000, watchSeconds: 30 }),
+    })),
+  );
 }
 
 /** The sections, in order, by the name --only takes. */

@@ -5,14 +5,14 @@
 //
 // Each image holds one layer:
 //   /usr/bin/queenctl                    the executable of the release archive for that platform
-//   /usr/lib/<triplet>/<soname>          the C/C++ runtime libraries it links, and the dynamic
+//   /usr/lib/<triplet>/<soname>          the C runtime libraries it links, and the dynamic
 //   /lib64 or /lib/<loader>              loader at the path the executable names (a symlink)
 //   /usr/share/doc/...                   queenctl's licences and those of the Debian packages copied
 //   /etc/passwd, /etc/group              root and queenctl (uid and gid 65532), /home/queenctl
 //   /etc/nsswitch.conf, /tmp             name lookups through files then DNS; a writable /tmp
 // No shell, no package manager. The libraries come from this machine's Debian packages: the
-// native ones (libc6, libstdc++6, libgcc-s1) for amd64, the cross packages (libc6-arm64-cross,
-// libstdc++6-arm64-cross, libgcc-s1-arm64-cross, under /usr/aarch64-linux-gnu) for arm64; only
+// native one (libc6) for amd64, the cross package (libc6-arm64-cross, under
+// /usr/aarch64-linux-gnu) for arm64 (Bun links its C++ runtime in); only
 // the ones the executable names (readelf -d), and theirs in turn.
 //
 // Written here byte by byte (tar headers, gzip, the JSON of the OCI image spec): no daemon, no
@@ -45,8 +45,8 @@ const releaseDir = process.env.QUEENCTL_RELEASE_DIR
   : join(root, 'dist', 'release');
 const output = join(releaseDir, `queenctl-${pkg.version}-oci.tar`);
 const UID = 65532;
-/** glibc; libstdc++ and libgcc (SPDX). */
-const RUNTIME_LICENCES = 'LGPL-2.1-or-later AND GPL-3.0-or-later WITH GCC-exception-3.1';
+/** glibc (SPDX): the only library the executable links (Bun links its C++ runtime in). */
+const RUNTIME_LICENCES = 'LGPL-2.1-or-later';
 
 /** Each platform of the index: its release archive, ELF machine and where Debian keeps its libraries. */
 const PLATFORMS = [
@@ -102,8 +102,8 @@ try {
     'org.opencontainers.image.revision': info.revision,
     'org.opencontainers.image.created': created,
     ...(sourceUrl() ? { 'org.opencontainers.image.source': sourceUrl() } : {}),
-    // queenctl and Node.js (MIT; the licences of what Node.js bundles are in THIRD-PARTY-LICENSES),
-    // glibc (LGPL), libstdc++ and libgcc (GPL with the GCC runtime library exception).
+    // queenctl and Bun (MIT; the licences of what Bun links in, and of every npm package bundled,
+    // are in THIRD-PARTY-LICENSES), glibc (LGPL).
     'org.opencontainers.image.licenses': `${pkg.license} AND ${RUNTIME_LICENCES}`,
   };
   if (!labels['org.opencontainers.image.source'])
@@ -281,8 +281,7 @@ function runtimeLibraries(executable, target) {
   const interpreter = /Requesting program interpreter: (\S+)]/.exec(
     run('readelf', ['-l', executable], 'readelf -l'),
   )?.[1];
-  if (!interpreter)
-    throw new Error(`${executable} names no dynamic loader: not the dynamically linked Node.js release`);
+  if (!interpreter) throw new Error(`${executable} names no dynamic loader: not the dynamically linked Bun release`);
   const libraries = new Map();
   const pending = [executable];
   while (pending.length > 0) {
@@ -295,9 +294,7 @@ function runtimeLibraries(executable, target) {
       if (!dir)
         throw new Error(
           `${soname}, which ${basename(object)} links, is not in ${target.libraryDirs.join(' or ')}: ` +
-            (target.release === 'linux-arm64'
-              ? 'install libc6-arm64-cross, libstdc++6-arm64-cross and libgcc-s1-arm64-cross'
-              : 'install libc6, libstdc++6 and libgcc-s1'),
+            (target.release === 'linux-arm64' ? 'install libc6-arm64-cross' : 'install libc6'),
         );
       libraries.set(soname, join(dir, soname));
       pending.push(join(dir, soname));

@@ -1,7 +1,7 @@
 // The licences of the npm packages a build bundles, shared by the two builds of queenctl: the npm
 // package (scripts/bundle.mjs: dist/THIRD-PARTY-LICENSES, since the packages it bundles are not
 // installed beside it) and the standalone executable (scripts/build-exe.mjs, which adds
-// Node.js's). The release's copyright file reads the same list, and so does the SBOM each build
+// Bun's). The release's copyright file reads the same list, and so does the SBOM each build
 // ships (sbomText, docs/security.md): what is bundled is declared. Plain JS: it runs before
 // anything is compiled.
 import { existsSync, readFileSync } from 'node:fs';
@@ -55,8 +55,8 @@ const licenceOf = (license) =>
  * The SBOM of a build, CycloneDX 1.5 JSON: queenctl itself (`subject`: name, version, licence)
  * and each npm package the build bundled (bundledPackages, from esbuild's metafile), by name,
  * version, package URL and licence; `platform`, when given, is what the build carries besides
- * (the standalone executable's Node.js); `properties`, name-value pairs of the build's own (its
- * code caches). No timestamp or serial number: the same build gives the same file.
+ * (the standalone executable's Bun); `properties`, name-value pairs of the build's own (its
+ * bytecode, its bundle's checksum). No timestamp or serial number: the same build gives the same file.
  */
 export function sbomText({ subject, packages, platform, properties = [], root }) {
   const esbuild = JSON.parse(readFileSync(join(root, 'node_modules', 'esbuild', 'package.json'), 'utf8')).version;

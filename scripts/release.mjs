@@ -2,13 +2,19 @@
 // release publishes, built on one linux-x64 machine, into dist/release/ (docs/install.md):
 //
 //   queenctl-<v>-linux-x64.tar.gz, queenctl-<v>-linux-arm64.tar.gz   the standalone executables
+//   queenctl-<v>-darwin-arm64.tar.gz, queenctl-<v>-darwin-x64.tar.gz  macOS
+//   queenctl-<v>-windows-x64.zip                                        Windows
 //   queenctl_<v>-1_amd64.deb, queenctl_<v>-1_arm64.deb                 Debian, Ubuntu
 //   queenctl-<v>-1.x86_64.rpm, queenctl-<v>-1.aarch64.rpm              Fedora, RHEL, SUSE
+//   manifest.json                                                       what each executable carries
 //   SHA256SUMS                                                          over every file above
 //
-// The arm64 executable is built by scripts/build-exe.mjs under user-mode emulation (its code
-// caches must be made by itself); without the emulator that build says what to install and the
-// release stops. Packages are made with dpkg-deb and rpmbuild (Debian's dpkg and rpm packages)
+// Every executable is compiled here by scripts/build-exe.mjs from this commit's bundle, with the
+// pinned Bun runtime of its platform (docs/standalone.md); the linux-arm64 one is run under
+// user-mode emulation to check it, and without the emulator that build says what to install and
+// the release stops. The macOS and Windows ones cannot run here: the build checks each carries
+// this bundle, and manifest.json records the bundle's checksum for the tests (scripts/test-release.mjs).
+// Packages are made with dpkg-deb and rpmbuild (Debian's dpkg and rpm packages)
 // from one staged tree per architecture (the files of both formats are the same). Everything is
 // made in dist/release.partial-<pid>/ and renamed to dist/release/ only when complete: a failed
 // step leaves no release, partial or old. Plain JS, like the other build scripts.
@@ -35,10 +41,13 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const meta = JSON.parse(readFileSync(join(root, 'packaging', 'release.json'), 'utf8'));
 const version = pkg.version;
 const revision = String(meta.revision);
-/** Each target: Node.js's name for it, Debian's and RPM's. */
+/** Each target: Node.js's name for it, its archive, and Debian's and RPM's (Linux only: packages). */
 const TARGETS = [
-  { platform: 'linux-x64', deb: 'amd64', rpm: 'x86_64' },
-  { platform: 'linux-arm64', deb: 'arm64', rpm: 'aarch64' },
+  { platform: 'linux-x64', archive: 'tar.gz', deb: 'amd64', rpm: 'x86_64' },
+  { platform: 'linux-arm64', archive: 'tar.gz', deb: 'arm64', rpm: 'aarch64' },
+  { platform: 'darwin-arm64', archive: 'tar.gz' },
+  { platform: 'darwin-x64', archive: 'tar.gz' },
+  { platform: 'windows-x64', archive: 'zip' },
 ];
 /** Where each file goes in the packages (the same in both formats). */
 const PATHS = {
@@ -101,10 +110,12 @@ const rpmDate = (([day, date, month, year]) => `${day.slice(0, 3)} ${month} ${da
   new Date(epoch * 1000).toUTCString().split(' '),
 );
 
+/** What each executable carries, by platform (manifest.json). */
+const manifest = {};
 for (const target of TARGETS) {
   // 1. The standalone executable and its archive (scripts/build-exe.mjs), its man pages included.
   const out = join(work, `exe-${target.platform}`);
-  say(`building the ${target.platform} executable${target.platform === host ? '' : ' (under emulation: slow)'}`);
+  say(`building the ${target.platform} executable`);
   const built = spawnSync(process.execPath, [join(root, 'scripts', 'build-exe.mjs'), '--target', target.platform], {
     cwd: root,
     env: { ...process.env, QUEENCTL_EXE_OUT: out, SOURCE_DATE_EPOCH: String(epoch) },
@@ -113,6 +124,14 @@ for (const target of TARGETS) {
   if (built.status !== 0) fail(`the ${target.platform} executable could not be built (above)`);
   const build = JSON.parse(readFileSync(join(out, 'build.json'), 'utf8'));
   copyFileSync(build.archive, join(partial, basename(build.archive)));
+  manifest[target.platform] = {
+    archive: basename(build.archive),
+    executable: relative(dirname(dirname(build.exe)), build.exe).replaceAll('\\', '/'),
+    executableSha256: build.exeSha256,
+    bundleSha256: build.bundleSha256,
+    runtime: { package: build.runtime.package, version: build.runtime.version },
+  };
+  if (!target.deb) continue;
 
   // 2. One staged tree, which both packages take.
   try {
@@ -126,15 +145,28 @@ for (const target of TARGETS) {
   }
 }
 
-// 3. SHA256SUMS over every file, in `sha256sum -c` format, sorted by name.
+// 3. What each executable carries: its file in its archive, its checksum, and the checksum of the
+// bundle it was compiled from (which the executable carries too: src/standalone.ts), so that the
+// tests can check each one, run here or not, is this release's.
+writeFileSync(join(partial, 'manifest.json'), `${JSON.stringify({ version, executables: manifest }, null, 2)}\n`);
+
+// 4. The other platforms' checks and package managers' files, from the archives above: the file
+// format and architecture of each executable and macOS's ad-hoc signature
+// (scripts/binary-format.mjs, inspectExecutable), the Homebrew formula and the Scoop manifest
+// (scripts/package-managers.mjs). Written on another branch; called here once merged, before the
+// checksums below, which must cover what they write.
+
+// 5. SHA256SUMS over every file, in `sha256sum -c` format, sorted by name.
 const files = readdirSync(partial)
   .filter((file) => file !== '.work')
   .sort();
-const expected = TARGETS.flatMap(({ platform, deb, rpm }) => [
-  `queenctl-${version}-${platform}.tar.gz`,
-  `queenctl_${version}-${revision}_${deb}.deb`,
-  `queenctl-${version}-${revision}.${rpm}.rpm`,
-]).sort();
+const expected = [
+  'manifest.json',
+  ...TARGETS.flatMap(({ platform, archive, deb, rpm }) => [
+    `queenctl-${version}-${platform}.${archive}`,
+    ...(deb ? [`queenctl_${version}-${revision}_${deb}.deb`, `queenctl-${version}-${revision}.${rpm}.rpm`] : []),
+  ]),
+].sort();
 if (JSON.stringify(files) !== JSON.stringify(expected))
   fail(`the release holds ${files.join(', ')}, not ${expected.join(', ')}`);
 const sums = files.map((file) => `${sha256(join(partial, file))}  ${file}\n`).join('');
@@ -294,7 +326,10 @@ function runtimeDependencies(exe) {
   for (const [, soname] of needed.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g))
     if (!packages.some(({ sonames }) => sonames.test(soname)))
       throw new Error(`the executable needs ${soname}, which no dependency of the packages provides`);
-  return packages.map(({ pkg: name, sonames }) => {
+  const neededSonames = [...needed.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map(([, soname]) => soname);
+  // Only the packages of the libraries it needs (Bun links its C++ runtime in: no libstdc++6).
+  const used = packages.filter(({ sonames }) => neededSonames.some((soname) => sonames.test(soname)));
+  return used.map(({ pkg: name, sonames }) => {
     const table = debianSymbols(name);
     let min = null;
     for (const { symbol, soname } of imported) {
@@ -334,19 +369,19 @@ function compareVersions(a, b) {
 }
 
 /**
- * The RPM's License: queenctl's, those of the npm packages bundled (package.json), and Node.js's
- * with the libraries it links in (packaging/release.json, from Node.js's LICENSE). The texts are
+ * The RPM's License: queenctl's, those of the npm packages bundled (package.json), and Bun's with
+ * the libraries it links in (packaging/release.json, from Bun's LICENSE.md). The texts are
  * in /usr/share/doc/queenctl/copyright.
  */
 function licenceExpression() {
   const spdx = new Set([pkg.license]);
   const built = JSON.parse(readFileSync(join(work, 'exe-linux-x64', 'build.json'), 'utf8'));
   for (const { license } of built.packages) spdx.add(license);
-  for (const license of meta.nodeLicenses) spdx.add(license);
+  for (const license of meta.runtimeLicenses) spdx.add(license);
   return [...spdx].join(' AND ');
 }
 
-/** DEP-5 (machine-readable) copyright: queenctl, each npm package bundled, Node.js. */
+/** DEP-5 (machine-readable) copyright: queenctl, each npm package bundled, Bun. */
 function copyright(build) {
   const text = (body) =>
     body
@@ -368,11 +403,10 @@ function copyright(build) {
       'Upstream-Name: queenctl',
       `Upstream-Contact: ${meta.maintainer}`,
       `Source: ${meta.homepage}`,
-      'Comment: /usr/bin/queenctl is a Node.js single executable application: one file',
-      ' holding queenctl, the npm packages listed below (bundled into its scripts), and the',
-      ` official release binary of Node.js ${build.nodeVersion} (the npm package node-${build.platform}),`,
-      " with the libraries Node.js builds in, whose licences follow Node.js's own in its",
-      ' paragraph below.',
+      "Comment: /usr/bin/queenctl is compiled by Bun's compiler: one file holding queenctl,",
+      ' the npm packages listed below (bundled into its program), and the official release',
+      ` binary of Bun ${build.runtime.version} (the npm package ${build.runtime.package}), with the`,
+      " libraries Bun links in, whose licences Bun's own LICENSE.md names in its paragraph below.",
     ].join('\n'),
     [
       'Files: *',
@@ -393,18 +427,18 @@ function copyright(build) {
       ].join('\n'),
     );
   }
-  const nodeLicense = withCommonLicences(readFileSync(build.nodeLicense, 'utf8'));
+  const runtimeLicense = withCommonLicences(readFileSync(build.runtimeLicense, 'utf8'));
   paragraphs.push(
     [
-      `Files: node-${build.platform}/*`,
-      'Copyright: Node.js contributors',
-      ' Joyent, Inc. and other Node contributors',
+      `Files: ${build.runtime.package}/*`,
+      'Copyright: Oven (the Bun authors)',
       ' the authors of each library named in the licence below',
-      `License: ${meta.nodeLicenses.join(' and ')}`,
-      text(nodeLicense),
-      `Comment: Node.js ${build.nodeVersion}, the official release binary of the npm package`,
-      ` node-${build.platform}, embedded in /usr/bin/queenctl. Its LICENSE, in full above, gives`,
-      ' the licence of Node.js and of every library it builds in.',
+      `License: ${meta.runtimeLicenses.join(' and ')}`,
+      text(runtimeLicense),
+      `Comment: Bun ${build.runtime.version}, the official release binary of the npm package`,
+      ` ${build.runtime.package}, embedded in /usr/bin/queenctl. Its LICENSE.md, in full above,`,
+      ' gives the licence of Bun and of every library it links in; on Debian systems the LGPL',
+      ' (JavaScriptCore, WebKit, tinycc) is in /usr/share/common-licenses/LGPL-2 and LGPL-2.1.',
     ].join('\n'),
   );
   const written = `${paragraphs.join('\n\n')}\n`;
@@ -429,13 +463,13 @@ function withCommonLicences(text) {
   );
 }
 
-/** The release's entry: the version, its commit and the Node.js it carries. */
+/** The release's entry: the version, its commit and the Bun it carries. */
 function changelogText() {
   const commit = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim();
   // Lines of at most 80 characters in the Debian changelog, with its indent.
   return [
     `- queenctl ${version}${commit ? ` (commit ${commit})` : ''}: the standalone executable,`,
-    `  carrying Node.js ${pkg.config.standaloneNode}. Changes: the release notes of this version.`,
+    `  carrying Bun ${pkg.config.standaloneBun}. Changes: the release notes of this version.`,
   ].join('\n');
 }
 

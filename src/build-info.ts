@@ -9,7 +9,7 @@ export interface BuildInfo {
   commit: string | null;
   /** When it was built, ISO 8601 UTC, or null. */
   date: string | null;
-  /** True in the standalone executable (node:sea); false in the npm package. */
+  /** True in the standalone executable (built with Bun: scripts/build-exe.mjs); false in the npm package. */
   standalone: boolean;
   /**
    * `<os>-<arch>` as Node.js names them: in the standalone executable, the platform it was built

@@ -94,12 +94,14 @@ function textUnlessAsked(format: OutputFormat | null, outputGiven: boolean): Out
 /**
  * The first line: `queenctl 0.1.0 (commit 2c3f314, built 2026-12-03T09:14:00Z, npm package on
  * linux-x64, node v20.20.2)`; the standalone build names the platform it was built for:
- * `linux-arm64 standalone build, node v24.22.3 built in`. `node <version>` stays last.
+ * `linux-arm64 standalone build, bun 1.4.5 built in` (the runtime it carries: Bun, whose
+ * process.version is the Node.js it is compatible with, not a Node.js it carries).
  */
 export function versionLine(build: Build): string {
   const { commit, date, standalone, platform } = build.info;
+  const bun = (process.versions as { bun?: string }).bun;
   const node = standalone
-    ? `${platform} standalone build, node ${build.node} built in`
+    ? `${platform} standalone build, ${bun ? `bun ${bun}` : `node ${build.node}`} built in`
     : `npm package on ${platform}, node ${build.node}`;
   return `queenctl ${build.version} (commit ${commit ?? '-'}, built ${date ?? '-'}, ${node})`;
 }

@@ -20,6 +20,7 @@ import {
   RELEASE_MESSAGE,
 } from './guardian.js';
 import type { ChildExit, Launch, LaunchedCommand, LaunchSpec } from './supervisor.js';
+import { BUILD_INFO } from '../build-info.js';
 
 /** The status a shell reports: the exit code, or 128 + the number of the signal that ended it. */
 export function exitStatus(code: number | null, signal: NodeJS.Signals | null): number {
@@ -102,8 +103,15 @@ async function launchGuarded(
       // the command cannot be started, like E2BIG, never a crash of queenctl's.
       return cannotStart(error as NodeJS.ErrnoException);
     }
-    // At once, in the same turn as the start: the group is named before queenctl can die.
+    // At once, in the same turn as the start: the group is named before queenctl can die. The
+    // command counts as started (and says so) only an immediate later: Node.js sends the message
+    // to the socket within the write, but Bun (the standalone executable) sends it later in that
+    // turn of its loop, before the loop's next immediate (and calls the write's callback before
+    // it is sent: observed with strace, docs/standalone.md). A SIGKILL of queenctl in between
+    // would leave a guardian that knows no group. (Not the write's callback: the guardian's
+    // socket is unref'd, and on Node.js nothing else need keep the loop alive for it.)
     if (child.pid !== undefined) guardian.stdin?.write(groupMessage(child.pid, spec.killAfterMs));
+    const named = new Promise<void>((done) => setImmediate(done));
     child.once('error', cannotStart);
     child.once('spawn', () => {
       if (spec.wholeLines) {
@@ -112,7 +120,9 @@ async function launchGuarded(
       }
       const written = { lines: 0 };
       if (spec.input && child.stdin) void feed(child.stdin, spec.input, written);
-      resolve(new ProcessGroup(child, guardian, free, written));
+      // Made now, so that it sees the command's exit however soon that comes; handed over once named.
+      const group = new ProcessGroup(child, guardian, free, written);
+      void named.then(() => resolve(group));
     });
   });
 }
@@ -197,7 +207,7 @@ function passLines(source: Readable | null, target: Writable): void {
 /** Starts a guardian, waiting for nothing: resolves with it, or with why the command cannot run. */
 async function startGuardian(): Promise<ChildProcess | ChildExit> {
   const { spawn } = await import('node:child_process');
-  const line = await guardianCommandLine();
+  const line = guardianCommandLine();
   const guardian = spawn(line.command, line.args, line.options);
   guardian.on('error', () => {}); // a failed start is seen below; a later one changes nothing
   guardian.stdin?.on('error', () => {}); // a guardian gone (killed on its own) has nothing to tell
@@ -223,16 +233,17 @@ interface GuardianCommandLine {
 
 /**
  * How queenctl runs its guardian: this very Node.js with the guardian's source (`node -e`), or,
- * in the standalone executable, the executable itself in guardian mode. /proc/self/exe is this
- * process's own binary even when an upgrade replaced the file meanwhile.
+ * in the standalone executable (built with Bun, which takes no `-e` of a script here), the
+ * executable itself in guardian mode (src/standalone.ts). /proc/self/exe is this process's own
+ * binary even when an upgrade replaced the file meanwhile.
  */
-async function guardianCommandLine(): Promise<GuardianCommandLine> {
-  const { isSea } = await import('node:sea');
+function guardianCommandLine(): GuardianCommandLine {
   const self = existsSync('/proc/self/exe') ? '/proc/self/exe' : process.execPath;
   const guardianEnv: NodeJS.ProcessEnv = { ...process.env };
-  // Options for queenctl's Node.js (a --require of the user's) are not the guardian's; the token
-  // is no business of a process that never sends a request.
+  // Options for queenctl's runtime (a --require or --preload of the user's) are not the
+  // guardian's; the token is no business of a process that never sends a request.
   delete guardianEnv.NODE_OPTIONS;
+  delete guardianEnv.BUN_OPTIONS;
   delete guardianEnv.QUEEN_TOKEN;
   const options: SpawnOptions = {
     // A session of its own: Ctrl+C, a closed terminal and a SIGKILL of queenctl's process group
@@ -244,8 +255,11 @@ async function guardianCommandLine(): Promise<GuardianCommandLine> {
     argv0: process.execPath,
     env: guardianEnv,
   };
-  if (isSea()) {
+  if (BUILD_INFO.standalone) {
     guardianEnv[GUARDIAN_ENV] = '1';
+    // Bun runs a garbage collection timer every second, which would wake the guardian from its
+    // sleep in the kernel; it allocates nothing worth collecting (docs/standalone.md).
+    guardianEnv.BUN_GC_TIMER_DISABLE = '1';
     return { command: self, args: [GUARDIAN_ARG], options };
   }
   // No heap flags: measured, --max-old-space-size and --max-semi-space-size saved nothing.

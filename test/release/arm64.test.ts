@@ -1,15 +1,15 @@
 /**
  * The arm64 executable of the release (dist/release/queenctl-<v>-linux-arm64.tar.gz), run under
- * user-mode emulation (qemu-aarch64 with Debian's arm64 C and C++ runtimes): it starts, it is the
- * arm64 build, and V8 takes every code cache it carries (QUEENCTL_DEBUG says so for each chunk),
- * i.e. the caches were made by the arm64 executable itself, not on x64 (which V8 would refuse).
+ * user-mode emulation (qemu-aarch64 with Debian's arm64 C runtime): it starts, it is the arm64
+ * build, it carries the bundle the release's manifest.json names (QUEENCTL_DEBUG says it), and its
+ * paths that differ by CPU run: undici's WebAssembly parser (ids on standard input) and yaml.
  * And a build for arm64 without the emulator makes nothing and says what to install.
  *
  * Emulated processes start ~7x slower: each gets 120 s before it is killed, and no verdict here
  * depends on time. The process tests that run against it: scripts/test-release.mjs.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -66,7 +66,7 @@ describe('the arm64 executable, under emulation', { skip }, () => {
     assert.equal(version.stdout, `${VERSION}\n`);
     const short = await arm64(['version', '--short']);
     assert.equal(short.code, 0, short.stderr);
-    assert.match(short.stdout, / linux-arm64 standalone build, node v24\.\d+\.\d+ built in\)\n$/);
+    assert.match(short.stdout, / linux-arm64 standalone build, bun \d+\.\d+\.\d+ built in\)\n$/);
     const json = await arm64(['version', '--short', '-o', 'json']);
     assert.equal(json.code, 0, json.stderr);
     assert.deepEqual(
@@ -75,42 +75,24 @@ describe('the arm64 executable, under emulation', { skip }, () => {
     );
   });
 
-  it('V8 accepts the code cache of every chunk each run loads: the CLI, yaml, undici and yaml after it', async () => {
-    const config = join(scratch, 'config.yaml');
-    writeFileSync(config, `current-context: a\ncontexts:\n  - name: a\n    server: ${sim.url}\n`);
-    const runs: Array<{ args: string[]; env: Record<string, string>; stdin: string; chunks: string[] }> = [
-      { args: ['--version'], env: {}, stdin: '', chunks: ['cli (cli)'] },
-      {
-        args: ['config', 'get-contexts'],
-        env: { QUEEN_CONFIG: config },
-        stdin: '',
-        chunks: ['cli (cli)', 'yaml (yaml)'],
-      },
-      // The id on standard input: undici's chunk, then yaml printing the answer after its flag.
-      {
-        args: ['lease', 'extend', '-', '--server', sim.url, '-o', 'yaml'],
-        env: {},
-        stdin: `${sim.mint()}\n`,
-        chunks: ['cli (cli)', 'undici (undici+liftoff-only)', 'yaml (yaml+liftoff-only)'],
-      },
-    ];
-    for (const { args, env, stdin, chunks } of runs) {
-      const result = await arm64(args, { ...env, QUEENCTL_DEBUG: '1' }, stdin);
-      assert.equal(result.code, 0, result.stderr);
-      const said = result.stderr.split('\n').filter((line) => /code cache/.test(line));
-      assert.deepEqual(
-        said,
-        chunks.map((chunk) => `queenctl: the code cache of ${chunk} was accepted`),
-        `queenctl ${args.join(' ')}:\n${result.stderr}`,
-      );
-    }
+  it('carries the bundle manifest.json names, and renews over undici and prints yaml', async () => {
+    const { executables } = JSON.parse(readFileSync(join(ROOT, 'dist', 'release', 'manifest.json'), 'utf8'));
+    const bundle = executables['linux-arm64'].bundleSha256;
+    const version = await arm64(['--version'], { QUEENCTL_DEBUG: '1' });
+    assert.equal(version.code, 0, version.stderr);
+    assert.match(version.stderr, new RegExp(`^queenctl: bundle sha256:${bundle}$`, 'm'));
+    // The ids on standard input: undici and its WebAssembly parser, then yaml printing the answer.
+    const [one, two] = [sim.mint(), sim.mint()];
+    const result = await arm64(['lease', 'extend', '-', '--server', sim.url, '-o', 'yaml'], {}, `${one}\n${two}\n`);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout.match(/renewed: 1/g)?.length, 2, result.stdout);
   });
 });
 
 describe('building for arm64 without the emulator', () => {
   it('makes nothing, says what to install, and exits 1: no qemu-aarch64, or no arm64 runtimes', async () => {
     // A PATH holding node alone: no qemu-aarch64 (the first case). Then the usual PATH, and a
-    // QEMU_LD_PREFIX without the arm64 C and C++ runtimes (the second).
+    // QEMU_LD_PREFIX without the arm64 C runtime (the second).
     const bin = mkdtempSync(join(scratch, 'bin-'));
     symlinkSync(process.execPath, join(bin, 'node'));
     const cases = [
@@ -129,10 +111,7 @@ describe('building for arm64 without the emulator', () => {
       );
       assert.equal(result.code, 1, result.stderr);
       assert.match(result.stderr, lacks);
-      assert.match(
-        result.stderr,
-        /apt-get install qemu-user libc6-arm64-cross libstdc\+\+6-arm64-cross libgcc-s1-arm64-cross/,
-      );
+      assert.match(result.stderr, /apt-get install qemu-user libc6-arm64-cross\n/);
       assert.match(result.stderr, /No executable was made/);
       assert.equal(result.stdout, '');
       assert.deepEqual(readdirSync(out), []);

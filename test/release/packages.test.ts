@@ -4,7 +4,10 @@
  *
  * - SHA256SUMS covers every file, and `sha256sum -c` accepts them;
  * - each archive holds the executable, licences, README, completions, every man page and the SBOM,
- *   which names each bundled package and the Node.js release for that platform;
+ *   which names each bundled package and the Bun release for that platform; the macOS archives
+ *   the same, the Windows zip without completions and man pages;
+ * - every executable, run here or not, is of its platform's format and CPU (file(1)) and carries
+ *   the bundle manifest.json names (its SHA-256, which the build writes into it);
  * - both .debs: lintian finds nothing (what it would say and is meant is overridden with its
  *   reason: packaging/lintian-overrides), the control fields, a DEP-5 copyright;
  * - the amd64 .deb installs with dpkg -i: queenctl runs, man finds its pages, bash loads its
@@ -32,7 +35,14 @@ const TARGETS = [
   { platform: 'linux-x64', deb: 'amd64', rpm: 'x86_64', machine: 'x86-64' },
   { platform: 'linux-arm64', deb: 'arm64', rpm: 'aarch64', machine: 'aarch64' },
 ] as const;
-const archive = (platform: string) => `queenctl-${VERSION}-${platform}.tar.gz`;
+/** The archives of the platforms that have no packages, and what file(1) says of each executable. */
+const OTHERS = [
+  { platform: 'darwin-arm64', archive: 'tar.gz', exe: 'queenctl', file: /^Mach-O 64-bit arm64 executable/ },
+  { platform: 'darwin-x64', archive: 'tar.gz', exe: 'queenctl', file: /^Mach-O 64-bit x86_64 executable/ },
+  { platform: 'windows-x64', archive: 'zip', exe: 'queenctl.exe', file: /^PE32\+ executable \(console\) x86-64/ },
+] as const;
+const archive = (platform: string) =>
+  `queenctl-${VERSION}-${platform}.${platform.startsWith('windows') ? 'zip' : 'tar.gz'}`;
 const deb = (arch: string) => `queenctl_${VERSION}-1_${arch}.deb`;
 const rpm = (arch: string) => `queenctl-${VERSION}-1.${arch}.rpm`;
 const skip = existsSync(join(RELEASE, 'SHA256SUMS'))
@@ -97,8 +107,12 @@ before(() => {
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('the release directory', { skip }, () => {
-  it('holds the two archives, two .debs, two .rpms and SHA256SUMS over each, which sha256sum -c accepts', async () => {
-    const expected = TARGETS.flatMap((t) => [archive(t.platform), deb(t.deb), rpm(t.rpm)]).sort();
+  it('holds the five archives, two .debs, two .rpms, manifest.json and SHA256SUMS over each', async () => {
+    const expected = [
+      'manifest.json',
+      ...TARGETS.flatMap((t) => [archive(t.platform), deb(t.deb), rpm(t.rpm)]),
+      ...OTHERS.map((t) => archive(t.platform)),
+    ].sort();
     assert.deepEqual(readdirSync(RELEASE).sort(), [...expected, 'SHA256SUMS'].sort());
     const sums = readFileSync(join(RELEASE, 'SHA256SUMS'), 'utf8');
     assert.deepEqual(
@@ -138,10 +152,97 @@ describe('the release directory', { skip }, () => {
       for (const name of want) assert.ok(names.includes(`${top}/${name}`), `${archive(platform)} lacks ${name}`);
       const sbom = await ok('tar', ['-xzOf', archive(platform), `${top}/sbom.cdx.json`]);
       const components = checkSbom(sbom, [...BUNDLED, 'cli-table3']);
-      assert.equal(components.get(`node-${platform}`)?.type, 'platform', `${archive(platform)}: its Node.js`);
+      const runtime = manifest().executables[platform]?.runtime.package ?? '';
+      assert.match(runtime, /^@oven\/bun-linux-(x64|aarch64)$/);
+      assert.equal(components.get(runtime)?.type, 'platform', `${archive(platform)}: its Bun`);
     }
   });
+
+  it('the macOS archives hold what the Linux ones do; the Windows zip, all but completions and man', async () => {
+    const pages = readdirSync(MAN).filter((file) => file.endsWith('.1'));
+    for (const { platform, exe } of OTHERS) {
+      const top = `queenctl-${VERSION}-${platform}`;
+      const windows = platform.startsWith('windows');
+      const names = windows
+        ? (await ok('unzip', ['-Z1', archive(platform)])).trim().split('\n').sort()
+        : (await ok('tar', ['-tzf', archive(platform)]))
+            .trim()
+            .split('\n')
+            .filter((name) => !name.endsWith('/'))
+            .sort();
+      const want = [
+        exe,
+        'LICENSE',
+        'THIRD-PARTY-LICENSES',
+        'README.md',
+        'sbom.cdx.json',
+        ...(windows
+          ? []
+          : [
+              'completions/queenctl.bash',
+              'completions/_queenctl',
+              'completions/queenctl.fish',
+              ...pages.map((page) => `man/man1/${page}`),
+            ]),
+      ].map((name) => `${top}/${name}`);
+      assert.deepEqual(names, want.sort(), archive(platform));
+      const read = (name: string) =>
+        windows
+          ? ok('unzip', ['-p', archive(platform), `${top}/${name}`])
+          : ok('tar', ['-xzOf', archive(platform), `${top}/${name}`]);
+      assert.match(await read('THIRD-PARTY-LICENSES'), /^Bun \d+\.\d+\.\d+\n\nBun itself is MIT-licensed\./);
+      const components = checkSbom(await read('sbom.cdx.json'), [...BUNDLED, 'cli-table3']);
+      const runtime = manifest().executables[platform]?.runtime.package;
+      assert.equal(runtime, `@oven/bun-${platform.replace('arm64', 'aarch64')}`);
+      assert.equal(components.get(runtime)?.type, 'platform');
+    }
+  });
+
+  it('every executable is of its platform and carries the bundle manifest.json names', async () => {
+    const executables = manifest().executables;
+    assert.deepEqual(Object.keys(executables).sort(), [...TARGETS, ...OTHERS].map((t) => t.platform).sort());
+    for (const [platform, entry] of Object.entries(executables)) {
+      const into = mkdtempSync(join(scratch, `${platform}-`));
+      if (platform.startsWith('windows')) await ok('unzip', ['-q', join(RELEASE, entry.archive), '-d', into]);
+      else await ok('tar', ['-xzf', join(RELEASE, entry.archive), '-C', into]);
+      const file = join(into, entry.executable);
+      const bytes = readFileSync(file);
+      assert.equal(createHash('sha256').update(bytes).digest('hex'), entry.executableSha256, platform);
+      assert.match(entry.bundleSha256, /^[0-9a-f]{64}$/);
+      assert.ok(
+        bytes.includes(Buffer.from(entry.bundleSha256)),
+        `${platform}: carries the bundle ${entry.bundleSha256}`,
+      );
+      // Until scripts/binary-format.mjs: what file(1) says of the format and CPU.
+      const described = (await ok('file', ['-b', file])).trim();
+      const wanted =
+        OTHERS.find((t) => t.platform === platform)?.file ??
+        (platform === 'linux-x64' ? /^ELF 64-bit LSB executable, x86-64/ : /^ELF 64-bit LSB executable, ARM aarch64/);
+      assert.match(described, wanted, platform);
+      rmSync(into, { recursive: true, force: true });
+    }
+    // One bundle for every platform but the build info each names: all differ, none is empty.
+    const bundles = new Set(Object.values(executables).map((entry) => entry.bundleSha256));
+    assert.equal(bundles.size, Object.keys(executables).length);
+  });
 });
+
+/** dist/release/manifest.json (scripts/release.mjs). */
+function manifest(): {
+  version: string;
+  executables: Record<
+    string,
+    {
+      archive: string;
+      executable: string;
+      executableSha256: string;
+      bundleSha256: string;
+      runtime: { package: string; version: string };
+    }
+  >;
+} {
+  return JSON.parse(readFileSync(join(RELEASE, 'manifest.json'), 'utf8'));
+}
 
 describe('the .debs', { skip }, () => {
   for (const target of TARGETS) {
@@ -164,8 +265,8 @@ describe('the .debs', { skip }, () => {
       assert.match(await field('Homepage'), /^https:\/\//);
       assert.match(await field('Description'), /Queen MQ/);
       const depends = await field('Depends');
-      for (const runtime of ['libc6', 'libgcc-s1', 'libstdc\\+\\+6'])
-        assert.match(depends, new RegExp(`(^|, )${runtime} \\(>= [\\d.]+\\)`), depends);
+      // Bun links its C++ runtime in: the C library alone.
+      assert.match(depends, /^libc6 \(>= [\d.]+\)$/, depends);
       const files = await debFiles(deb(target.deb));
       const pages = readdirSync(MAN)
         .filter((file) => file.endsWith('.1'))
@@ -184,12 +285,13 @@ describe('the .debs', { skip }, () => {
         ].sort(),
       );
       const tarball = await fsysTar(deb(target.deb));
-      const tail = await runProcess('sh', ['-c', 'tar -xOf "$1" ./usr/bin/queenctl | tail -c 8', 'sh', tarball], {
+      // The archive's executable, byte for byte (not stripped: Bun's program is in a section of it).
+      const digest = await runProcess('sh', ['-c', 'tar -xOf "$1" ./usr/bin/queenctl | sha256sum', 'sh', tarball], {
         timeoutMs: 120_000,
         exit: 0,
       });
-      assert.equal(tail.code, 0, tail.stderr);
-      assert.equal(tail.stdout, 'QCTLCC01', 'the executable keeps the code caches appended to it: not stripped');
+      assert.equal(digest.code, 0, digest.stderr);
+      assert.equal(digest.stdout.split(' ')[0], manifest().executables[target.platform]?.executableSha256);
       // The SBOM of the archive's executable, as it is (the .rpm has the same bytes: below).
       const sbom = await ok('tar', ['-xOf', tarball, './usr/share/doc/queenctl/sbom.cdx.json']);
       const archived = await ok('tar', [
@@ -205,7 +307,8 @@ describe('the .debs', { skip }, () => {
         /^Format: https:\/\/www\.debian\.org\/doc\/packaging-manuals\/copyright-format\/1\.0\/$/m,
       );
       assert.match(copyright, /^Files: \*\nCopyright: .+\nLicense: Expat$/m);
-      assert.match(copyright, new RegExp(`^Files: node-${target.platform}/\\*$`, 'm'));
+      const runtime = manifest().executables[target.platform]?.runtime.package ?? '-';
+      assert.match(copyright, new RegExp(`^Files: ${runtime.replace('/', '\\/')}/\\*$`, 'm'));
       for (const bundled of ['commander', 'undici', 'yaml'])
         assert.match(copyright, new RegExp(`^Files: node_modules/${bundled}/\\*$`, 'm'));
       // The executable is an ELF file for its CPU.
@@ -302,11 +405,12 @@ describe('the .rpms', { skip }, () => {
       assert.match(info, /^License\s*: MIT AND /m);
       const requires = await ok('rpm', ['-qpR', rpm(target.rpm)]);
       assert.match(requires, /^libc\.so\.6\(GLIBC_2\.\d+\)/m);
-      assert.match(requires, /^libstdc\+\+\.so\.6\(GLIBCXX_3\.4\.\d+\)/m);
+      // Bun links its C++ runtime in: the C library alone.
+      assert.doesNotMatch(requires, /^libstdc\+\+/m);
       const checked = await ok('rpm', ['-K', rpm(target.rpm)]);
       assert.match(checked, /digests OK/);
-      // The same bytes as the .deb's files: nothing stripped (the executable's scripts and code
-      // caches follow its ELF contents) or compressed again.
+      // The same bytes as the .deb's files: nothing stripped (the program Bun's compiler put in a
+      // section of the executable) or compressed again.
       const digests = (await ok('rpm', ['-qp', '--queryformat', '[%{FILENAMES} %{FILEDIGESTS}\\n]', rpm(target.rpm)]))
         .trim()
         .split('\n')
