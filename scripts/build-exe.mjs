@@ -40,7 +40,9 @@ import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { crc32, deflateRawSync } from 'node:zlib';
 import { lazyCommanderChildProcess, lazyHttp2 } from './esbuild-plugins.mjs';
+import { inspectExecutable, verifyCodeSignature } from './binary-format.mjs';
 import { bundledPackages, licensesText, npmPurl, SBOM_FILE, sbomText } from './licenses.mjs';
+import { adhocSign } from './macho-sign.mjs';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -193,7 +195,7 @@ try {
     { cwd: work, env: { PATH: process.env.PATH ?? '', HOME: work, BUN_INSTALL_CACHE_DIR: join(work, 'cache') } },
   );
   chmodSync(partial, 0o755);
-  if (platform.startsWith('darwin')) macSignature(partial);
+  if (platform.startsWith('darwin')) await macSignature(partial);
   // Where it runs here it must run as queenctl; everywhere, it must carry this bundle's id.
   if (!readFileSync(partial).includes(Buffer.from(bundleSha256)))
     throw new Error(`the compiled executable does not carry the bundle's id ${bundleSha256}`);
@@ -303,67 +305,27 @@ writeFileSync(
 rmSync(work, { recursive: true, force: true });
 
 /**
- * macOS: the code signature Bun's compiler leaves, checked here (no macOS, no codesign). For
- * darwin-arm64 it signs the executable ad hoc, as Apple silicon requires: every page hash must
- * match the file. For darwin-x64 (Bun 1.4.5) it leaves Bun's own release signature (Developer ID,
- * hardened runtime) in place, which no longer matches the file once the program is in it, and
- * macOS kills a process whose pages do not match their signature: that signature is removed, as
- * `codesign --remove-signature` does (the load command, and the end of __LINKEDIT it filled), so
- * the executable is unsigned, which an Intel Mac runs (docs/standalone.md, "Platforms").
+ * macOS: the code signature Bun's compiler leaves, checked here page by page as `codesign
+ * --verify` would (scripts/binary-format.mjs; no macOS here). For darwin-arm64 Bun 1.4.5 signs the
+ * executable ad hoc, as Apple silicon requires, and every page matches: kept as made. For
+ * darwin-x64 it leaves Bun's own release signature (Developer ID, hardened runtime), which no
+ * longer matches the file once the program is in it, and macOS kills a process whose pages do not
+ * match their signature: the executable is signed again ad hoc (scripts/macho-sign.mjs), as
+ * `codesign --force --sign -` would, and checked again (docs/install.md, "macOS: the code
+ * signature"). Nothing here has run on a Mac.
  */
-function macSignature(file) {
-  const bytes = readFileSync(file);
-  const u32 = (at) => bytes.readUInt32LE(at);
-  if (u32(0) !== 0xfeedfacf) throw new Error(`${file} is not a 64-bit Mach-O file`);
-  const ncmds = u32(16);
-  let at = 32;
-  let linkedit = null;
-  let signature = null;
-  for (let i = 0; i < ncmds; i++) {
-    const [cmd, size] = [u32(at), u32(at + 4)];
-    if (cmd === 0x19 && bytes.toString('latin1', at + 8, at + 24).replace(/\0+$/, '') === '__LINKEDIT') linkedit = at;
-    if (cmd === 0x1d) signature = { at, index: i, offset: u32(at + 8), size: u32(at + 12) };
-    at += size;
-  }
-  if (!signature) throw new Error(`${file} has no code signature: Bun's compiler signs macOS executables`);
-  // The code directory: its flags (0x2: ad hoc), and each page's SHA-256 up to codeLimit.
-  const blob = bytes.subarray(signature.offset, signature.offset + signature.size);
-  const count = blob.readUInt32BE(8);
-  let directory = null;
-  for (let i = 0; i < count; i++)
-    if (blob.readUInt32BE(12 + 8 * i) === 0) directory = blob.subarray(blob.readUInt32BE(16 + 8 * i));
-  if (!directory) throw new Error(`${file}: a code signature without a code directory`);
-  const flags = directory.readUInt32BE(12);
-  const hashOffset = directory.readUInt32BE(16);
-  const pages = directory.readUInt32BE(28);
-  const codeLimit = directory.readUInt32BE(32);
-  const [hashSize, hashType, pageShift] = [directory[36], directory[37], directory[39]];
-  const pageSize = 2 ** pageShift;
-  let mismatched = 0;
-  for (let page = 0; page < pages; page++) {
-    const hash = createHash(hashType === 2 ? 'sha256' : 'sha1')
-      .update(bytes.subarray(page * pageSize, Math.min((page + 1) * pageSize, codeLimit)))
-      .digest()
-      .subarray(0, hashSize);
-    if (!hash.equals(directory.subarray(hashOffset + page * hashSize, hashOffset + (page + 1) * hashSize)))
-      mismatched++;
-  }
-  const adHoc = (flags & 0x2) !== 0;
-  if (adHoc && mismatched === 0 && codeLimit === signature.offset) return say(`${platform}: signed ad hoc, every page`);
-  if (adHoc) throw new Error(`the ad hoc signature of ${file} does not match it (${mismatched} of ${pages} pages)`);
-  if (signature.offset + signature.size !== bytes.length || signature.index !== ncmds - 1 || linkedit === null)
-    throw new Error(`${file}: a code signature that is not at its end: cannot remove it`);
-  // Unsigned: the load command gone, the file and __LINKEDIT ending where the signature began.
-  bytes.writeUInt32LE(ncmds - 1, 16);
-  bytes.writeUInt32LE(u32(20) - 16, 20);
-  bytes.fill(0, signature.at, signature.at + 16);
-  const fileOffset = Number(bytes.readBigUInt64LE(linkedit + 40));
-  const fileSize = signature.offset - fileOffset;
-  bytes.writeBigUInt64LE(BigInt(fileSize), linkedit + 48);
-  const vmPage = 16384;
-  bytes.writeBigUInt64LE(BigInt(Math.ceil(fileSize / vmPage) * vmPage), linkedit + 32);
-  writeFileSync(file, bytes.subarray(0, signature.offset));
-  say(`${platform}: Bun's own signature, which ${mismatched} of ${pages} pages no longer matched, removed: unsigned`);
+async function macSignature(file) {
+  const made = await verifyCodeSignature(file);
+  const info = await inspectExecutable(file);
+  if (info.format !== 'macho') throw new Error(`${file} is not a Mach-O executable (${info.format})`);
+  if (info.adhocSigned && made.valid) return say(`${platform}: signed ad hoc by Bun, every page matches`);
+  const { pages } = await adhocSign(file, { identifier: 'queenctl' });
+  const signed = await verifyCodeSignature(file);
+  const again = await inspectExecutable(file);
+  if (!signed.valid || !again.adhocSigned)
+    throw new Error(`${file}: signed again ad hoc, and still not a valid ad hoc signature`);
+  const before = 'mismatched' in made ? `${made.mismatched} of ${made.pages} pages no longer matched` : 'invalid';
+  say(`${platform}: Bun's own signature (${before}) replaced by an ad hoc one over ${pages} pages`);
 }
 
 function sha256(file) {

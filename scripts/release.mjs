@@ -7,6 +7,7 @@
 //   queenctl_<v>-1_amd64.deb, queenctl_<v>-1_arm64.deb                 Debian, Ubuntu
 //   queenctl-<v>-1.x86_64.rpm, queenctl-<v>-1.aarch64.rpm              Fedora, RHEL, SUSE
 //   manifest.json                                                       what each executable carries
+//   queenctl.rb, queenctl.json        the Homebrew formula, the Scoop manifest (when a download base is set)
 //   SHA256SUMS                                                          over every file above
 //
 // Every executable is compiled here by scripts/build-exe.mjs from this commit's bundle, with the
@@ -35,6 +36,8 @@ import {
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { embeds, inspectExecutable, verifyCodeSignature } from './binary-format.mjs';
+import { packageManagerFiles } from './package-managers.mjs';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -49,6 +52,14 @@ const TARGETS = [
   { platform: 'darwin-x64', archive: 'tar.gz' },
   { platform: 'windows-x64', archive: 'zip' },
 ];
+/** What each platform's executable must be (scripts/binary-format.mjs's names). */
+const EXECUTABLE_FORMATS = {
+  'linux-x64': { format: 'elf', arch: 'x64' },
+  'linux-arm64': { format: 'elf', arch: 'arm64' },
+  'darwin-arm64': { format: 'macho', arch: 'arm64' },
+  'darwin-x64': { format: 'macho', arch: 'x64' },
+  'windows-x64': { format: 'pe', arch: 'x64' },
+};
 /** Where each file goes in the packages (the same in both formats). */
 const PATHS = {
   exe: 'usr/bin/queenctl',
@@ -145,16 +156,64 @@ for (const target of TARGETS) {
   }
 }
 
-// 3. What each executable carries: its file in its archive, its checksum, and the checksum of the
-// bundle it was compiled from (which the executable carries too: src/standalone.ts), so that the
-// tests can check each one, run here or not, is this release's.
+// 3. What each executable carries (manifest.json, written below with what step 4 found): its file
+// in its archive, its checksum, and the checksum of the bundle it was compiled from (which the
+// executable carries too: src/standalone.ts), so that the tests can check each one, run here or
+// not, is this release's.
+//
+// 4. What can be checked here of executables that cannot all run here (scripts/binary-format.mjs):
+// each is the file format and CPU of its platform, carries this release's bundle (its checksum,
+// written into the bundle by scripts/build-exe.mjs), and, for macOS, an ad hoc signature whose
+// every page matches the file, as the kernel checks it at launch. Then the Homebrew formula and
+// the Scoop manifest (scripts/package-managers.mjs), from the archives' checksums, for a tap and a
+// bucket: only when the release knows where its files will be published (QUEENCTL_DOWNLOAD_BASE,
+// or packaging/release.json `downloadBase`), since each names its archive's address. Before the
+// checksums below, which cover what they write.
+for (const target of TARGETS) {
+  const entry = manifest[target.platform];
+  const file = join(work, `exe-${target.platform}`, entry.executable);
+  const expected = EXECUTABLE_FORMATS[target.platform];
+  try {
+    const info = await inspectExecutable(file);
+    if (info.format !== expected.format || info.arch !== expected.arch)
+      fail(
+        `${entry.executable}: a ${info.format} ${info.arch} file, ` +
+          `not the ${expected.format} ${expected.arch} of ${target.platform}`,
+      );
+    if (!(await embeds(file, entry.bundleSha256)))
+      fail(`${entry.executable} (${target.platform}) does not carry this release's bundle ${entry.bundleSha256}`);
+    if (info.format === 'pe' && !info.console)
+      fail(`${entry.executable} (${target.platform}) is not a console program`);
+    let signature = 'none';
+    if (info.format === 'macho') {
+      const pages = await verifyCodeSignature(file);
+      if (!info.adhocSigned || !pages.valid)
+        fail(`${entry.executable} (${target.platform}): no valid ad hoc signature (${JSON.stringify(pages)})`);
+      signature = `ad hoc, ${pages.pages} pages checked`;
+    }
+    entry.checked = { format: info.format, arch: info.arch, bundle: true, signature };
+    say(`${target.platform}: ${info.format} ${info.arch}, this release's bundle, signature: ${signature}`);
+  } catch (error) {
+    fail(`${target.platform}: ${error.message}`);
+  }
+}
 writeFileSync(join(partial, 'manifest.json'), `${JSON.stringify({ version, executables: manifest }, null, 2)}\n`);
 
-// 4. The other platforms' checks and package managers' files, from the archives above: the file
-// format and architecture of each executable and macOS's ad-hoc signature
-// (scripts/binary-format.mjs, inspectExecutable), the Homebrew formula and the Scoop manifest
-// (scripts/package-managers.mjs). Written on another branch; called here once merged, before the
-// checksums below, which must cover what they write.
+const archiveSums = readdirSync(partial)
+  .filter((file) => /\.(tar\.gz|zip)$/.test(file))
+  .sort()
+  .map((file) => `${sha256(join(partial, file))}  ${file}\n`)
+  .join('');
+const downloadSetting = process.env.QUEENCTL_DOWNLOAD_BASE || meta.downloadBase || undefined;
+const managerFiles = downloadSetting
+  ? packageManagerFiles({ version, sha256sums: archiveSums, pkg, meta, downloadBase: downloadSetting })
+  : {};
+for (const [name, text] of Object.entries(managerFiles)) writeFileSync(join(partial, name), text);
+if (!downloadSetting)
+  say(
+    'no Homebrew formula or Scoop manifest: where the files will be published is not set ' +
+      '(QUEENCTL_DOWNLOAD_BASE, or downloadBase in packaging/release.json; docs/install.md)',
+  );
 
 // 5. SHA256SUMS over every file, in `sha256sum -c` format, sorted by name.
 const files = readdirSync(partial)
@@ -162,6 +221,7 @@ const files = readdirSync(partial)
   .sort();
 const expected = [
   'manifest.json',
+  ...Object.keys(managerFiles),
   ...TARGETS.flatMap(({ platform, archive, deb, rpm }) => [
     `queenctl-${version}-${platform}.${archive}`,
     ...(deb ? [`queenctl_${version}-${revision}_${deb}.deb`, `queenctl-${version}-${revision}.${rpm}.rpm`] : []),

@@ -1,6 +1,8 @@
 // `npm run test:release`, after `npm run release` (package.json, .ci/release): the tests of the
 // release in dist/release/ (test/release: the archives, SHA256SUMS, both .debs through lintian and
-// the amd64 one installed and removed, both .rpms, the arm64 executable under emulation), then a
+// the amd64 one installed and removed, both .rpms, the Homebrew formula and Scoop manifest against
+// the archives, the arm64 executable under emulation, the formats and signatures Bun's compiler
+// makes), then a
 // subset of the process tests against the arm64 executable, run under qemu-aarch64 through
 // QUEENCTL_EXE (test/support/cli.ts). Plain JS.
 //
@@ -39,7 +41,11 @@ const test = [
 let status = run([
   ...test,
   join('dist', 'test', 'release', 'packages.test.js'),
+  join('dist', 'test', 'release', 'package-managers.test.js'),
   join('dist', 'test', 'release', 'arm64.test.js'),
+  // What Bun's compiler makes for each platform, and the macOS signature made again ad hoc: a
+  // small program compiled with the pinned Bun packages (from the npm registry), not the release.
+  join('dist', 'test', 'release', 'binary-format.test.js'),
 ]);
 
 // The arm64 executable, unpacked from its archive, run by a wrapper that starts it under the

@@ -33,7 +33,14 @@ const { adhocSign, readSignature }: typeof MachOSign = await import(
 );
 
 /** The Bun the release compiles with (issue 40): kept in step with the build's pin. */
-const BUN_VERSION = process.env.QUEENCTL_BUN_VERSION || '1.4.5';
+// The Bun the release pins (package.json config.standaloneBun), unless a test run names another.
+const BUN_VERSION =
+  process.env.QUEENCTL_BUN_VERSION ||
+  (
+    JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+      config: { standaloneBun: string };
+    }
+  ).config.standaloneBun;
 /** Each target: Bun's name for it, its npm package, and what the executable must be. */
 const TARGETS = [
   { target: 'linux-x64', pkg: 'bun-linux-x64', format: 'elf', arch: 'x64' },
