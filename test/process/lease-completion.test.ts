@@ -13,6 +13,7 @@ import { delimiter, join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { cliCommandLine, runProcess } from '../support/cli.js';
+import { queenctlFunction } from '../support/doctest.js';
 import { runInProcess } from '../support/in-process.js';
 
 /**
@@ -91,17 +92,26 @@ const CHILD = 'queenctl-child-xyz';
 /**
  * bash as it completes each of `lines` (each ending in the word being completed), in one bash:
  * what it offers for each, and everything said on stderr. Each completion of a lease id runs
- * `queenctl` on PATH, as a TAB does.
+ * `queenctl` on PATH, as a TAB does; with `inProcess`, the doc tests' bash function `queenctl`
+ * (test/support/doctest.ts) instead, which runs the same command in this process: for the tests
+ * about which names the script asks for and what it does with them, once each kind of name was
+ * asked of the binary (the tests of lease ids and the hostile names below). A node start less per
+ * TAB (~0.1 CPU-s).
  */
-async function bash(lines: string[], preamble = ''): Promise<{ offered: string[][]; stderr: string }> {
+async function bash(
+  lines: string[],
+  preamble = '',
+  inProcess = false,
+): Promise<{ offered: string[][]; stderr: string }> {
   const calls = lines.map((line) => {
     const words = line.split(' ');
     return `COMP_LINE=${JSON.stringify(line)}
 COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}; COMPREPLY=()
 _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"; echo '${END_OF_LINE}'`;
   });
-  const program = `${preamble}\nsource ${JSON.stringify(bashScript)}\n${calls.join('\n')}`;
-  const result = await runProcess('bash', ['-c', program], { env, exit: 0 });
+  const viaFunction = inProcess ? await queenctlFunction() : undefined;
+  const program = `${viaFunction?.text ?? ''}\n${preamble}\nsource ${JSON.stringify(bashScript)}\n${calls.join('\n')}`;
+  const result = await runProcess('bash', ['-c', program], { env: { ...env, ...viaFunction?.env }, exit: 0 });
   const offered = result.stdout.split(`${END_OF_LINE}\n`);
   assert.equal(offered.pop(), '', 'every line ended');
   assert.equal(offered.length, lines.length, result.stdout);
@@ -156,7 +166,7 @@ describe('completion of lease ids', () => {
     // prod holds a lease: the line without the flag offers it (the test above), so offering
     // nothing here is the flag deciding which broker is asked.
     sim().mint({ seconds: HOUR });
-    const { offered, stderr } = await bash(['queenctl --context down lease extend ']);
+    const { offered, stderr } = await bash(['queenctl --context down lease extend '], '', true);
     assert.deepEqual(offered, [[]]);
     assert.equal(stderr, '');
   });
@@ -465,16 +475,17 @@ describe("completion of the broker's consumer groups, queues and partitions", ()
   });
 
   it('bash offers them for --group, --queue, --partition and acquire <queue>', async () => {
-    const { offered, stderr } = await bash(lines);
+    const { offered, stderr } = await bash(lines, '', true);
     assert.deepEqual(offered, expected);
     assert.equal(stderr, '');
   });
 
   it('bash: --context on the line names the broker asked; an unreachable one offers nothing', async () => {
-    const { offered, stderr } = await bash([
-      'queenctl --context down lease list --group cg-',
-      'queenctl --context prod lease list --group cg-',
-    ]);
+    const { offered, stderr } = await bash(
+      ['queenctl --context down lease list --group cg-', 'queenctl --context prod lease list --group cg-'],
+      '',
+      true,
+    );
     assert.deepEqual(offered, [[], ['cg-alpha', 'cg-beta']]);
     assert.equal(stderr, '');
   });
