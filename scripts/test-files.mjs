@@ -63,23 +63,23 @@ const ORDER = [
   },
   { name: 'unit', directory: /^unit\// },
   { name: 'others' },
-  { name: 'doctest', files: ['docs/doctest.test.js'] },
+  // The doc tests, and the checks of docs/ (links, manifests) that take a second or two: one
+  // process (each more costs ~0.25 CPU-s before its first test).
+  { name: 'docs', directory: /^docs\// },
   // 400 idle connections and 20 trickling ones against a watch's metrics, under ulimit -n 256.
   { name: 'process-metrics-flood', files: processTests('metrics-flood') },
-  // The live views watch hundreds of leases on a fake clock; lease run's commands are real
-  // processes on the wall clock: files of their own, so that no group waits for them.
+  // The live views watch hundreds of leases on a fake clock: a file of its own. lease run's
+  // commands are real processes on the wall clock, and its files mostly wait: two to a process,
+  // each pair under ~20 s on this machine when it is quiet, so that no group waits long for them.
   { name: 'e2e-live-views', files: e2eTests('live-views') },
   { name: 'process-demo', files: processTests('demo') },
   { name: 'process-lease-completion', files: processTests('lease-completion') },
-  { name: 'e2e-run-load', files: e2eTests('run-load') },
+  { name: 'e2e-run-load-and-outcomes', files: e2eTests('run-load', 'run-outcomes') },
   { name: 'process-signals', files: processTests('signals', 'list', 'output') },
   // The terminal snapshots: ~40 screens of queenctl in tmux, four at a time (about 10 s).
   { name: 'process-snapshots', files: processTests('snapshots') },
-  { name: 'e2e-run-outcomes', files: e2eTests('run-outcomes') },
-  { name: 'e2e-run-follow', files: e2eTests('run-follow') },
+  { name: 'e2e-run-and-follow', files: e2eTests('run', 'run-follow') },
   { name: 'process-completion', files: processTests('completion') },
-  { name: 'e2e-run', files: e2eTests('run') },
-  { name: 'docs', directory: /^docs\//, except: ['docs/doctest.test.js'] },
 ];
 const takes = (group, file) =>
   group.files ? group.files.includes(file) : group.directory?.test(file) && !group.except?.includes(file);

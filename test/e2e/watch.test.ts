@@ -137,6 +137,31 @@ describe('lease watch: keeping a lease through faults', { concurrency: true }, (
       );
     }));
 
+  // In-process: the hint and the usage errors are queenctl's words, not the process's; the
+  // command (`true`) is still a real one.
+  it('a --token on the command line earns a hint; -- with no command and --for with a command are usage errors', () =>
+    withSimulator(async (sim) => {
+      sim.setTokens({ 'cli-token': { role: 'read-write' } });
+      const withTokenLease = sim.mint(LEASE);
+      const [withToken, empty, forWithCommand] = await Promise.all([
+        watch(sim, [withTokenLease, ...ROOM, '--token', 'cli-token', '--', 'true']).exited,
+        watch(sim, [sim.mint(LEASE), '--']).exited,
+        watch(sim, [sim.mint(LEASE), '--for', '1s', '--', 'true']).exited,
+      ]);
+      assert.equal(withToken.code, 0, withToken.stderr);
+      assert.match(
+        withToken.stderr,
+        /warning: --token on the command line shows in ps.*use QUEEN_TOKEN or --token-file/,
+      );
+      assert.equal(empty.code, 1);
+      assert.match(empty.stderr, /-- must be followed by the command/);
+      assert.equal(forWithCommand.code, 1);
+      assert.match(forWithCommand.stderr, /--for ends a watch without a command/);
+      // The watch with a command renews until `true` has exited: once, or more on a busy machine.
+      const leaseIds = new Set(sim.log.map((entry) => entry.leaseId));
+      assert.deepEqual([...leaseIds], [withTokenLease], 'nothing sent for the usage errors');
+    }));
+
   it('a refused token ends the watch at once with 3', () =>
     withSimulator(async (sim) => {
       sim.setTokens({ 'read-only': { role: 'read-only' } });

@@ -15,8 +15,12 @@ import { runInProcess } from '../support/in-process.js';
 /** A HOME with a config file and `queenctl` on PATH, set on top of the clean environment. */
 let env: { HOME: string; PATH: string };
 let bashScript: string;
-/** What the installed `queenctl completion bash` printed (before()). */
-let installedBash: string;
+/**
+ * What the installed `queenctl completion <shell>` printed, once for the file (before()), and
+ * where it was written: the tests that are about what a script offers source the file; those
+ * about loading it run the line docs/install.md gives (`source <(queenctl completion bash)`).
+ */
+const printed = new Map<'bash' | 'zsh' | 'fish', { text: string; file: string }>();
 
 /** The Commands and Options sections of a command's --help. */
 interface HelpView {
@@ -98,11 +102,14 @@ before(async () => {
   writeFileSync(join(bin, 'queenctl'), `#!/bin/sh\nexec ${cliCommandLine()} "$@"\n`);
   chmodSync(join(bin, 'queenctl'), 0o755);
   env = { HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` };
-  bashScript = join(bin, 'queenctl.bash');
-  const script = await runProcess('queenctl', ['completion', 'bash'], { env, exit: 0 });
-  assert.equal(script.code, 0, script.stderr);
-  writeFileSync(bashScript, script.stdout);
-  installedBash = script.stdout;
+  for (const shell of ['bash', 'zsh', 'fish'] as const) {
+    const script = await runProcess('queenctl', ['completion', shell], { env, exit: 0 });
+    assert.equal(script.code, 0, script.stderr);
+    const file = join(bin, `queenctl.${shell}`);
+    writeFileSync(file, script.stdout);
+    printed.set(shell, { text: script.stdout, file });
+  }
+  bashScript = printed.get('bash')!.file;
 });
 
 function shellInstalled(shell: string): boolean {
@@ -115,19 +122,16 @@ function shellInstalled(shell: string): boolean {
 }
 
 describe('completion', () => {
-  for (const shell of ['bash', 'zsh', 'fish']) {
+  for (const shell of ['bash', 'zsh', 'fish'] as const) {
     it(`${shell}: the installed script is what the generator gives from this command tree`, async () => {
       // The npm package's scripts are made when it is built (scripts/bundle.mjs); in-process, the
-      // generator runs on the tree as the source has it now.
-      // bash's was printed once, for every test here (before()).
-      const installed =
-        shell === 'bash'
-          ? installedBash
-          : (await runProcess('queenctl', ['completion', shell], { env, exit: 0 })).stdout;
+      // generator runs on the tree as the source has it now. Each was printed once, for every
+      // test here (before()).
+      const { text } = printed.get(shell)!;
       const generated = await runInProcess(['completion', shell], { env: { HOME: env.HOME } });
       assert.equal(generated.code, 0, generated.stderr);
-      assert.match(installed, /_queenctl|complete -c queenctl/, 'a script, not an empty output');
-      assert.equal(installed, generated.stdout);
+      assert.match(text, /_queenctl|complete -c queenctl/, 'a script, not an empty output');
+      assert.equal(text, generated.stdout);
     });
   }
 
@@ -236,7 +240,7 @@ source ${JSON.stringify(bashScript)}\n${calls.join('\n')}`;
     // compadd prints what it is given, so the completion system itself is not needed: compdef,
     // which the script calls once loaded, does nothing here.
     const program = `compdef() { : }
-source <(queenctl completion zsh)
+source ${JSON.stringify(printed.get('zsh')!.file)}
 compadd() { print -r -- "$*: \${(P)\${@[-1]}}" }
 words=(queenctl lease extend -o ''); CURRENT=5; _queenctl`;
     const { stdout } = await runProcess('zsh', ['-c', program], { env, exit: 0 });
@@ -251,7 +255,7 @@ words=(queenctl lease extend -o ''); CURRENT=5; _queenctl`;
   }, async () => {
     const { stdout } = await runProcess(
       'fish',
-      ['-c', 'queenctl completion fish | source; complete -C "queenctl lease extend -o js"'],
+      ['-c', `source ${JSON.stringify(printed.get('fish')!.file)}; complete -C "queenctl lease extend -o js"`],
       { env, exit: 0 },
     );
     const offered = stdout

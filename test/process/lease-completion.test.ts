@@ -13,6 +13,8 @@ import { delimiter, join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { cliCommandLine, runProcess } from '../support/cli.js';
+import { queenctlFunction } from '../support/doctest.js';
+import { runInProcess } from '../support/in-process.js';
 
 /**
  * Leases outlive the file: the shells' listings are compared with bash's, taken seconds later on a
@@ -28,7 +30,8 @@ const sim = (): Simulator => {
 let env: { HOME: string; PATH: string; QUEENCTL_COMPLETION_TIMEOUT: string };
 /**
  * `queenctl completion bash|zsh|fish`, made once (test/process/completion.test.ts sources them as
- * `<(...)`): each shell below sources the file, and no run pays for making it again.
+ * `<(...)`, as docs/install.md says): each shell below sources the file, and no run pays for
+ * making it again.
  */
 let bashScript: string;
 let zshScript: string;
@@ -89,17 +92,26 @@ const CHILD = 'queenctl-child-xyz';
 /**
  * bash as it completes each of `lines` (each ending in the word being completed), in one bash:
  * what it offers for each, and everything said on stderr. Each completion of a lease id runs
- * `queenctl` on PATH, as a TAB does.
+ * `queenctl` on PATH, as a TAB does; with `inProcess`, the doc tests' bash function `queenctl`
+ * (test/support/doctest.ts) instead, which runs the same command in this process: for the tests
+ * about which names the script asks for and what it does with them, once each kind of name was
+ * asked of the binary (the tests of lease ids and the hostile names below). A node start less per
+ * TAB (~0.1 CPU-s).
  */
-async function bash(lines: string[], preamble = ''): Promise<{ offered: string[][]; stderr: string }> {
+async function bash(
+  lines: string[],
+  preamble = '',
+  inProcess = false,
+): Promise<{ offered: string[][]; stderr: string }> {
   const calls = lines.map((line) => {
     const words = line.split(' ');
     return `COMP_LINE=${JSON.stringify(line)}
 COMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}; COMPREPLY=()
 _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"; echo '${END_OF_LINE}'`;
   });
-  const program = `${preamble}\nsource ${JSON.stringify(bashScript)}\n${calls.join('\n')}`;
-  const result = await runProcess('bash', ['-c', program], { env, exit: 0 });
+  const viaFunction = inProcess ? await queenctlFunction() : undefined;
+  const program = `${viaFunction?.text ?? ''}\n${preamble}\nsource ${JSON.stringify(bashScript)}\n${calls.join('\n')}`;
+  const result = await runProcess('bash', ['-c', program], { env: { ...env, ...viaFunction?.env }, exit: 0 });
   const offered = result.stdout.split(`${END_OF_LINE}\n`);
   assert.equal(offered.pop(), '', 'every line ended');
   assert.equal(offered.length, lines.length, result.stdout);
@@ -114,6 +126,19 @@ const installed = (shell: string): boolean => {
     return false;
   }
 };
+
+/**
+ * The lease ids the broker of the context in force holds now, as queenctl lists them for a TAB
+ * (`queenctl __complete leases`), run in this process: what bash offers (the test above, through
+ * the binary) is what zsh and fish must offer too.
+ */
+async function heldIds(): Promise<string[]> {
+  const result = await runInProcess(['__complete', 'leases'], {
+    env: { HOME: env.HOME, QUEENCTL_COMPLETION_TIMEOUT: env.QUEENCTL_COMPLETION_TIMEOUT },
+  });
+  assert.equal(result.code, 0, result.stderr);
+  return result.stdout.split('\n').filter(Boolean).sort();
+}
 
 describe('completion of lease ids', () => {
   it('bash offers the lease ids held now, for extend, inspect and watch; not an expired one', async () => {
@@ -141,7 +166,7 @@ describe('completion of lease ids', () => {
     // prod holds a lease: the line without the flag offers it (the test above), so offering
     // nothing here is the flag deciding which broker is asked.
     sim().mint({ seconds: HOUR });
-    const { offered, stderr } = await bash(['queenctl --context down lease extend ']);
+    const { offered, stderr } = await bash(['queenctl --context down lease extend '], '', true);
     assert.deepEqual(offered, [[]]);
     assert.equal(stderr, '');
   });
@@ -149,27 +174,27 @@ describe('completion of lease ids', () => {
   it('zsh offers the same ids', { skip: installed('zsh') ? false : 'zsh is not installed here' }, async () => {
     const leaseId = sim().mint({ seconds: HOUR });
     const program = `autoload -U compinit && compinit -u -d ${zcompdump}
-source <(queenctl completion zsh)
+source ${JSON.stringify(zshScript)}
 compadd() { [[ $1 == -a ]] && print -l -- \${(P)2} }
 words=(queenctl lease inspect ''); CURRENT=4; _queenctl`;
     const result = await runProcess('zsh', ['-c', program], { env, exit: 0 });
     assert.equal(result.code, 0, result.stderr);
     const offered = result.stdout.split('\n').filter(Boolean).sort();
     assert.ok(offered.includes(leaseId), result.stdout);
-    assert.deepEqual([offered], (await bash(['queenctl lease inspect '])).offered);
+    assert.deepEqual(offered, await heldIds());
   });
 
   it('fish offers the same ids', { skip: installed('fish') ? false : 'fish is not installed here' }, async () => {
     const leaseId = sim().mint({ seconds: HOUR });
     const result = await runProcess(
       'fish',
-      ['-c', 'queenctl completion fish | source; complete -C "queenctl lease watch "'],
+      ['-c', `source ${JSON.stringify(fishScript)}; complete -C "queenctl lease watch "`],
       { env, exit: 0 },
     );
     assert.equal(result.code, 0, result.stderr);
     const offered = result.stdout.split('\n').filter(Boolean).sort();
     assert.ok(offered.includes(leaseId), result.stdout);
-    assert.deepEqual([offered], (await bash(['queenctl lease watch '])).offered);
+    assert.deepEqual(offered, await heldIds());
   });
 });
 
@@ -263,7 +288,7 @@ for word in "\${COMPREPLY[@]}"; do eval "set -- $word"; printf '%s\\n' "$#:$1"; 
     skip: installed('zsh') ? false : 'zsh is not installed here',
   }, async () => {
     const program = `autoload -U compinit && compinit -u -d ${zcompdump}
-source <(queenctl completion zsh)
+source ${JSON.stringify(zshScript)}
 compadd() { [[ $1 == -a ]] && print -l -- \${(P)2} }
 words=(queenctl lease inspect ''); CURRENT=4; _queenctl
 words=(queenctl --context ''); CURRENT=3; _queenctl`;
@@ -279,7 +304,7 @@ words=(queenctl --context ''); CURRENT=3; _queenctl`;
       'fish',
       [
         '-c',
-        'queenctl completion fish | source; complete -C "queenctl lease watch "; complete -C "queenctl --context "',
+        `source ${JSON.stringify(fishScript)}; complete -C "queenctl lease watch "; complete -C "queenctl --context "`,
       ],
       { env: hostileEnv, exit: 0 },
     );
@@ -450,16 +475,17 @@ describe("completion of the broker's consumer groups, queues and partitions", ()
   });
 
   it('bash offers them for --group, --queue, --partition and acquire <queue>', async () => {
-    const { offered, stderr } = await bash(lines);
+    const { offered, stderr } = await bash(lines, '', true);
     assert.deepEqual(offered, expected);
     assert.equal(stderr, '');
   });
 
   it('bash: --context on the line names the broker asked; an unreachable one offers nothing', async () => {
-    const { offered, stderr } = await bash([
-      'queenctl --context down lease list --group cg-',
-      'queenctl --context prod lease list --group cg-',
-    ]);
+    const { offered, stderr } = await bash(
+      ['queenctl --context down lease list --group cg-', 'queenctl --context prod lease list --group cg-'],
+      '',
+      true,
+    );
     assert.deepEqual(offered, [[], ['cg-alpha', 'cg-beta']]);
     assert.equal(stderr, '');
   });

@@ -8,32 +8,53 @@ import { describe, it } from 'node:test';
 import { startSimulator } from '../../tools/simulator/index.js';
 import { assertNoStackTrace } from '../reliability/harness.js';
 import { cliCommandLine, runProcess, startProcess } from '../support/cli.js';
-
-type Verb = 'extend' | 'inspect';
-const BOTH: Verb[] = ['extend', 'inspect'];
+import { runInProcess } from '../support/in-process.js';
 
 const hasScript = spawnSync('script', ['--version'], { stdio: 'ignore', timeout: 10_000 }).status === 0;
 
+/**
+ * The refusal is one rule for both verbs (leaseIdSource, test/unit/args.test.ts): extend runs
+ * behind a real pty, where isTTY comes from the kernel; inspect in-process, told its standard
+ * input is a terminal, which is all a second process would add.
+ */
 describe('- when standard input is a terminal', () => {
-  for (const verb of BOTH) {
-    it(`lease ${verb} -: exit 1 before reading anything, nothing sent`, {
-      skip: hasScript ? false : 'needs script(1) for a pty (test/unit/args.test.ts covers leaseIdSource with isTTY)',
-    }, async () => {
-      const sim = await startSimulator();
-      try {
-        const command = `${cliCommandLine()} lease ${verb} - --server ${sim.url}`;
-        // script(1) runs the command on a new pty: its stdin and stdout are a terminal.
-        const { code, stdout, stderr } = await runProcess('script', ['-qec', command, '/dev/null'], { exit: 1 });
-        const output = stdout + stderr;
-        assert.equal(code, 1, output);
-        assert.match(output, /queenctl: - reads lease ids from standard input, but it is a terminal/);
-        assertNoStackTrace(output);
-        assert.equal(sim.log.length, 0);
-      } finally {
-        await sim.close();
-      }
-    });
-  }
+  const refused = (output: string): void => {
+    assert.match(output, /queenctl: - reads lease ids from standard input, but it is a terminal/);
+    assertNoStackTrace(output);
+  };
+
+  it('lease extend -: exit 1 before reading anything, nothing sent', {
+    skip: hasScript ? false : 'needs script(1) for a pty (test/unit/args.test.ts covers leaseIdSource with isTTY)',
+  }, async () => {
+    const sim = await startSimulator();
+    try {
+      const command = `${cliCommandLine()} lease extend - --server ${sim.url}`;
+      // script(1) runs the command on a new pty: its stdin and stdout are a terminal.
+      const { code, stdout, stderr } = await runProcess('script', ['-qec', command, '/dev/null'], { exit: 1 });
+      const output = stdout + stderr;
+      assert.equal(code, 1, output);
+      refused(output);
+      assert.equal(sim.log.length, 0);
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it('lease inspect -: exit 1 before reading anything, nothing sent (in-process)', async () => {
+    const sim = await startSimulator();
+    try {
+      const result = await runInProcess(['lease', 'inspect', '-', '--server', sim.url], {
+        stdinIsTTY: true,
+        stdin: `${sim.mint()}\n`,
+      });
+      assert.equal(result.code, 1, result.stderr);
+      assert.equal(result.stdout, '');
+      refused(result.stderr);
+      assert.equal(sim.log.length, 0);
+    } finally {
+      await sim.close();
+    }
+  });
 });
 
 describe('lease watch on a terminal', () => {

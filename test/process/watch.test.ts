@@ -2,7 +2,7 @@
  * `queenctl lease watch` as a process: the real binary against the simulator over loopback,
  * signals sent to it through the kernel, the commands it runs in their own process groups with
  * its standard streams, and the processes they leave looked for afterwards. Each scenario has its
- * own simulator, so they run side by side. (Faults, -o yaml and --help: test/e2e/watch.test.ts.)
+ * own simulator, so they run side by side. (Faults, -o yaml, --help and the usage errors: test/e2e/watch.test.ts.)
  *
  * Every rule of the schedule and of the supervision is tested on fake time
  * (test/unit/watch-*.test.ts); here the real thing is run a few times, and it must pass on a
@@ -213,29 +213,6 @@ describe('lease watch -- command: real process groups', { concurrency: true }, (
       writeFileSync(join(dir, 'go'), '');
       const result = await run.exited;
       assert.equal(result.code, 5, result.stderr);
-    }));
-
-  it('a --token on the command line earns a hint; -- with no command and --for with a command are usage errors', () =>
-    withSimulator(async (sim) => {
-      sim.setTokens({ 'cli-token': { role: 'read-write' } });
-      const withTokenLease = sim.mint(LEASE);
-      const [withToken, empty, forWithCommand] = await Promise.all([
-        watch(sim, [withTokenLease, ...ROOM, '--token', 'cli-token', '--', 'true'], 0).exited,
-        watch(sim, [sim.mint(LEASE), '--'], 1).exited,
-        watch(sim, [sim.mint(LEASE), '--for', '1s', '--', 'true'], 1).exited,
-      ]);
-      assert.equal(withToken.code, 0, withToken.stderr);
-      assert.match(
-        withToken.stderr,
-        /warning: --token on the command line shows in ps.*use QUEEN_TOKEN or --token-file/,
-      );
-      assert.equal(empty.code, 1);
-      assert.match(empty.stderr, /-- must be followed by the command/);
-      assert.equal(forWithCommand.code, 1);
-      assert.match(forWithCommand.stderr, /--for ends a watch without a command/);
-      // The watch with a command renews until `true` has exited: once, or more on a busy machine.
-      const leaseIds = new Set(sim.log.map((entry) => entry.leaseId));
-      assert.deepEqual([...leaseIds], [withTokenLease], 'nothing sent for the usage errors');
     }));
 });
 

@@ -450,6 +450,18 @@ queenctl() {
   return "$__rc"
 }`.replaceAll('@{', '$' + '{');
 
+/**
+ * The same function for a bash another test starts (test/process/lease-completion.test.ts): its
+ * text, to put before what that bash runs, and the environment it needs; the commands run in this
+ * process.
+ */
+export async function queenctlFunction(): Promise<{ text: string; env: Record<string, string> }> {
+  return {
+    text: QUEENCTL_FUNCTION,
+    env: { __QUEENCTL_PORT: String(await inProcessPort()), __QUEENCTL_TMP: namesDir() },
+  };
+}
+
 const MARK = '\u001e';
 
 /** The bash script of a block: each command, then a marker line with its index and exit status. */
