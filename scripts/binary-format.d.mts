@@ -67,3 +67,8 @@ export function inspectExecutable(path: string): Promise<ExecutableInfo>;
 export function verifyCodeSignature(path: string): Promise<PageCheck | { valid: boolean; slices: PageCheck[] }>;
 export function findBytes(path: string, needle: string | Uint8Array): Promise<number>;
 export function embeds(path: string, needle: string | Uint8Array): Promise<boolean>;
+export function reader(
+  handle: import('node:fs/promises').FileHandle,
+  path: string,
+  size: number,
+): (offset: number, length: number, what: string) => Promise<Buffer>;

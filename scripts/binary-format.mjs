@@ -116,8 +116,11 @@ const PE_SUBSYSTEMS = new Map([
 const IMAGE_FILE_EXECUTABLE_IMAGE = 0x2;
 const IMAGE_FILE_DLL = 0x2000;
 
-/** Reads `length` bytes at `offset`; a range past the end of the file is a truncated header. */
-function reader(handle, path, size) {
+/**
+ * Reads `length` bytes at `offset`; a range past the end of the file is a truncated header. Shared
+ * with scripts/macho-sign.mjs.
+ */
+export function reader(handle, path, size) {
   return async (offset, length, what) => {
     if (!Number.isSafeInteger(offset) || offset < 0 || length < 0 || offset + length > size) {
       throw new BinaryFormatError(

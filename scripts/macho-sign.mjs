@@ -26,7 +26,7 @@
 import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
-import { BinaryFormatError } from './binary-format.mjs';
+import { BinaryFormatError, reader } from './binary-format.mjs';
 
 const MH_MAGIC_64 = 0xfeedfacf;
 const MH_EXECUTE = 2;
@@ -83,26 +83,6 @@ const LIMITS = {
   /** Pages hashed per read. */
   chunkPages: 256,
 };
-
-/** Reads `length` bytes at `offset`, refusing a range outside the file. */
-function reader(handle, path, size) {
-  return async (offset, length, what) => {
-    if (!Number.isSafeInteger(offset) || offset < 0 || length < 0 || offset + length > size)
-      throw new BinaryFormatError(
-        path,
-        `truncated or lying header: ${what} (${length} bytes at offset ${offset}) lies past the end of the file` +
-          ` (${size} bytes)`,
-      );
-    const buffer = Buffer.alloc(length);
-    let done = 0;
-    while (done < length) {
-      const { bytesRead } = await handle.read(buffer, done, length - done, offset + done);
-      if (bytesRead === 0) throw new BinaryFormatError(path, `${what}: the file ended at offset ${offset + done}`);
-      done += bytesRead;
-    }
-    return buffer;
-  };
-}
 
 /** A 64-bit field as a Number, refused past 2^53. */
 function u64(path, buffer, at, what) {
