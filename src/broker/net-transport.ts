@@ -25,6 +25,7 @@ import {
   TransportFailure,
   classify,
   pickHeaders,
+  refusedPart,
   whenEnded,
   type Transport,
   type TransportRequest,
@@ -501,19 +502,9 @@ class Exchange {
 
   /** A piece of the body: counted against the cap, shown to `inspect`, copied into the body. */
   private take(part: Buffer): void {
-    if (this.size + part.length > this.maxBytes) {
-      this.end(new TransportFailure('too-large', `larger than ${this.maxBytes} bytes`));
-      return;
-    }
-    if (this.request.inspect) {
-      try {
-        this.request.inspect(part);
-      } catch (error) {
-        this.end(error);
-        return;
-      }
-    }
     const needed = this.size + part.length;
+    const refused = refusedPart(part, needed, this.maxBytes, this.request.inspect);
+    if (refused) return this.end(refused.reason);
     if (needed > this.body.length) {
       const grown = Buffer.allocUnsafeSlow(Math.min(this.maxBytes, Math.max(needed, 2 * this.body.length, 1024)));
       this.body.copy(grown, 0, 0, this.size);

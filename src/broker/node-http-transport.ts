@@ -15,6 +15,7 @@ import {
   TransportFailure,
   classify,
   pickHeaders,
+  refusedPart,
   whenEnded,
   type Transport,
   type TransportRequest,
@@ -148,18 +149,8 @@ class Exchange {
     answer.on('data', (chunk: Buffer) => {
       if (this.settled) return;
       this.size += chunk.length;
-      if (this.size > this.maxBytes) {
-        this.end(new TransportFailure('too-large', `larger than ${this.maxBytes} bytes`));
-        return;
-      }
-      if (this.request.inspect) {
-        try {
-          this.request.inspect(chunk);
-        } catch (error) {
-          this.end(error);
-          return;
-        }
-      }
+      const refused = refusedPart(chunk, this.size, this.maxBytes, this.request.inspect);
+      if (refused) return this.end(refused.reason);
       this.chunks.push(chunk);
     });
     answer.on('end', () => {

@@ -101,6 +101,26 @@ export class TransportFailure extends Error {
 }
 
 /**
+ * A piece of an answer's body, as every transport takes it: refused (with the reason that ends
+ * the request) when the body would pass its cap, or when the request's `inspect` throws; null
+ * when it is taken.
+ */
+export function refusedPart(
+  part: Uint8Array,
+  sizeWith: number,
+  maxBytes: number,
+  inspect: TransportRequest['inspect'],
+): { reason: unknown } | null {
+  if (sizeWith > maxBytes) return { reason: new TransportFailure('too-large', `larger than ${maxBytes} bytes`) };
+  try {
+    inspect?.(part);
+  } catch (error) {
+    return { reason: error };
+  }
+  return null;
+}
+
+/**
  * The headers an answer carries over, by lower-case name: `date` (the broker's clock),
  * `location` (a redirect, reported), `retry-after` (how long a 429 or 503 asks to wait). Add
  * a name here before reading it elsewhere; fakes in tests set the same names.

@@ -18,6 +18,7 @@ import {
   classify,
   describeProxy,
   pickHeaders,
+  refusedPart,
   whenEnded,
   type Transport,
   type TransportRequest,
@@ -166,17 +167,10 @@ class AnswerHandler {
 
   onData(chunk: Buffer): boolean {
     this.size += chunk.length;
-    if (this.size > this.maxBytes) {
-      this.end(new TransportFailure('too-large', `larger than ${this.maxBytes} bytes`));
+    const refused = refusedPart(chunk, this.size, this.maxBytes, this.inspect);
+    if (refused) {
+      this.end(refused.reason);
       return false;
-    }
-    if (this.inspect) {
-      try {
-        this.inspect(chunk);
-      } catch (error) {
-        this.end(error);
-        return false;
-      }
     }
     this.chunks.push(chunk);
     return true;
