@@ -155,7 +155,12 @@ fs.writeFileSync(${JSON.stringify(out)}, JSON.stringify({ input, file, mode, env
         'the command to start',
       );
       const extendsBefore = scene.requests('/extend');
-      assert.ok(scene.sim.release(leaseId), 'the lease is released under the command (as another ack would)');
+      if (!scene.sim.release(leaseId)) {
+        // Not expected: say what the run did, so that a failure here can be traced.
+        writeFileSync(handler.go, '');
+        const early = await running.exited;
+        assert.fail(`the lease ${leaseId} was not held when released: exit ${early.code}, ${early.stderr}`);
+      }
       const result = await running.exited;
       assert.equal(result.code, 4, result.stderr);
       // Stopped by the first renewal after the loss (--every 500ms): within a second, by mechanism.

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { assertNoStackTrace, assertOneLineReason, closedPort, describeResult } from '../reliability/harness.js';
 import { BIN, cliCommandLine, needsNode, runCli, runShell } from '../support/cli.js';
+import { makeCertificate, type TestCertificate } from '../support/tls.js';
 
 let sim: Simulator;
 let refusedUrl: string;
@@ -60,6 +61,33 @@ describe('exit statuses through the binary', { concurrency: true }, () => {
     assert.equal(JSON.parse(result.stdout).renewed, 0);
     assertNoStackTrace(result.stderr);
     assert.match(result.stderr, /^queenctl: lease gone was not renewed/);
+  });
+});
+
+/**
+ * NODE_EXTRA_CA_CERTS is read by Node itself as the process starts, so only a process shows that
+ * queenctl's https honours it. The suite's processes run without the machine's own
+ * (test/support/temp-root.ts): this test names its CA on purpose, and checks it is needed.
+ */
+describe('https with the CA named by NODE_EXTRA_CA_CERTS', () => {
+  let secure: Simulator;
+  let certificate: TestCertificate;
+  before(async () => {
+    certificate = makeCertificate();
+    secure = await startSimulator({ tls: { key: certificate.key, cert: certificate.cert } });
+  });
+  after(() => secure.close());
+
+  it('0 when the environment names the CA; 2, nothing on stdout, when it does not', async () => {
+    assert.equal(process.env.NODE_EXTRA_CA_CERTS, undefined, 'the suite runs without the machine CA file');
+    const args = ['lease', 'extend', secure.mint(), '--server', secure.url, '--retries', '0'];
+    const trusted = await runCli(args, { exit: 0, env: { NODE_EXTRA_CA_CERTS: certificate.certFile } });
+    assert.equal(trusted.code, 0, describeResult(trusted));
+    assert.equal(JSON.parse(trusted.stdout).renewed, 1);
+    const untrusted = await runCli(args, { exit: 2 });
+    assert.equal(untrusted.code, 2, describeResult(untrusted));
+    assert.equal(untrusted.stdout, '');
+    assertOneLineReason(untrusted.stderr, /TLS connection to https:\/\/127\.0\.0\.1:\d+ failed/);
   });
 });
 

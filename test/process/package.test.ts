@@ -29,7 +29,7 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { after, before, it } from 'node:test';
@@ -57,7 +57,14 @@ let installed: string;
 before(async () => {
   sim = await startSimulator();
   scratch = mkdtempSync(join(tmpdir(), 'queenctl-pack-'));
-  env = cleanEnv({ npm_config_prefix: join(scratch, 'prefix') });
+  // HOME is an empty directory (cleanEnv), so npm is given the user's own settings and cache
+  // (as `npm test` exports them, else npm's defaults under the real home): the registry's CA and
+  // the packages `npm ci` cached, for an install that works offline.
+  env = cleanEnv({
+    npm_config_prefix: join(scratch, 'prefix'),
+    npm_config_userconfig: process.env.npm_config_userconfig ?? join(homedir(), '.npmrc'),
+    npm_config_cache: process.env.npm_config_cache ?? join(homedir(), '.npm'),
+  });
 });
 after(async () => {
   await sim.close();
