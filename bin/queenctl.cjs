@@ -2,7 +2,8 @@
 'use strict';
 // Start-up is a feature: queenctl runs inside shell loops. This loader is CommonJS (an ES module
 // entry would load Node's ESM loader, ~10 ms) and runs the bundled dist/queenctl.cjs through a
-// V8 code cache, so most of it is not compiled again on every run.
+// V8 code cache, so most of it is not compiled again on every run. `--version` alone does not
+// load the bundle at all: its version is on the bundle's first line (below).
 //
 // V8 accepts a code cache only from the same V8 version (and flags). The package ships caches
 // made at build time (scripts/bundle.mjs), one per kind of run (below), which serve only the
@@ -27,10 +28,20 @@ const { createRequire } = require('node:module');
 const { dirname, isAbsolute, join } = require('node:path');
 const { Script } = require('node:vm');
 
+const filename = join(__dirname, '..', 'dist', 'queenctl.cjs');
+
+// `--version` alone prints the version the build wrote on the bundle's first line (scripts/
+// bundle.mjs), read from the file's head: the bundle is not loaded (~10 ms of every such run;
+// issue 41). The same bytes and status as the bundle's own `--version`: the line on stdout, exit
+// 0, and 141 when the reader of stdout is gone (docs/cli-contract.md, "Closed pipe"). With any
+// other argument beside it, the bundle runs as always.
+const versionAlone =
+  process.argv.length === 3 && process.argv[2] === '--version' ? versionOnFirstLine(filename) : undefined;
+
 // Two kinds of run, each with code caches of its own: `net`, the commands that send requests
-// (lease, ping, version), which compile most of the bundle; and `local`, all the others
-// (--version, help, config, completion, usage errors), which compile less and start from a
-// smaller cache.
+// (lease, ping, version), which compile most of the bundle; and `local`, all the others (help,
+// config, completion, usage errors, --version beside other arguments), which compile less and
+// start from a smaller cache.
 const NET_COMMANDS = new Set(['lease', 'ping', 'version']);
 const kind = process.argv.slice(2).some((arg) => NET_COMMANDS.has(arg)) ? 'net' : 'local';
 
@@ -74,12 +85,11 @@ const distrust = (line) => {
   said.add(line);
   say(line);
 };
-const filename = join(__dirname, '..', 'dist', 'queenctl.cjs');
 // Read as Latin-1, which takes each byte for a character as it is: the build writes every file of
 // the bundle in ASCII (scripts/bundle.mjs checks), and Latin-1 skips the UTF-8 decoder (~1 ms of
 // every run for the main file; issue 41).
 const BUNDLE_ENCODING = 'latin1';
-const source = fs.readFileSync(filename, BUNDLE_ENCODING);
+const source = versionAlone === undefined ? fs.readFileSync(filename, BUNDLE_ENCODING) : '';
 // The build's id (a hash of the bundle, on the first line of each of its files): V8 checks only a
 // source's length, so a cache must never be used for another build of the same size.
 const buildOf = (text) => /^\/\/ queenctl build ([0-9a-f]+)/.exec(text)?.[1];
@@ -117,8 +127,11 @@ const requireInBundle = (id) => {
   }
   return chunks.get(name);
 };
-const main = load(filename, source, userCache(undefined), '');
-main.main(process.argv.slice(2)).then(() => {
+if (versionAlone !== undefined) printVersion(versionAlone);
+else load(filename, source, userCache(undefined), '').main(process.argv.slice(2)).then(writeCaches);
+
+/** At the end of a run, the code caches it may write (above). */
+function writeCaches() {
   for (const script of loaded) {
     // V8 stamps a cache with the flags in force when it is made: one loaded before the flag would
     // be refused at every start.
@@ -138,7 +151,7 @@ main.main(process.argv.slice(2)).then(() => {
       debug(`code cache ${script.label}not written: ${error.message}`);
     }
   }
-});
+}
 
 /** The cache of `file` shipped with the package for this kind of run (scripts/bundle.mjs). */
 function shippedCache(file) {
@@ -326,5 +339,41 @@ function removeStale(kept) {
     }
   } catch {
     // A cache left behind costs disk space only.
+  }
+}
+
+/** The version on the first line of the bundle `file`; undefined when it has none. */
+function versionOnFirstLine(file) {
+  const head = Buffer.alloc(256);
+  let length = 0;
+  let fd;
+  try {
+    fd = fs.openSync(file, 'r');
+    length = fs.readSync(fd, head, 0, head.length, 0);
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+  const text = head.toString('latin1', 0, length);
+  const end = text.indexOf('\n');
+  if (end === -1) return undefined;
+  return /^\/\/ queenctl build [0-9a-f]+ node \S+ version (\S+)$/.exec(text.slice(0, end))?.[1];
+}
+
+/**
+ * Writes `version` and a newline on stdout as src/cli.ts writes there: at once, on the
+ * descriptor, the stream taking the rest only when it would block; a reader gone is status 141.
+ */
+function printVersion(version) {
+  let rest = Buffer.from(`${version}\n`, 'latin1');
+  try {
+    while (rest.length > 0) rest = rest.subarray(fs.writeSync(1, rest));
+  } catch (error) {
+    if (error.code === 'EPIPE') process.exit(128 + 13);
+    process.stdout.on('error', (late) => {
+      if (late.code === 'EPIPE') process.exit(128 + 13);
+    });
+    process.stdout.write(rest);
   }
 }

@@ -175,16 +175,19 @@ const chunkBuilds = await Promise.all(
   }),
 );
 
-// The first line names the build (a hash of the bundle) and the Node that made the shipped code
-// cache: bin/queenctl.cjs keys the caches it makes for other Node versions by the build, and
-// test/e2e/package.test.ts knows from the Node which cache to expect.
+// The first line names the build (a hash of the bundle), the Node that made the shipped code
+// cache and queenctl's version: bin/queenctl.cjs keys the caches it makes for other Node versions
+// by the build, and prints the version for `--version` alone without loading the bundle (issue
+// 41); test/process/package.test.ts knows from the Node which cache to expect. The version is the
+// one the bundle prints (src/version.ts, as tsc wrote it just before).
 const [bundled] = outputFiles;
 // Every file: a cache must never serve another build of any of them.
 const hash = createHash('sha256').update(bundled.contents);
 for (const chunk of chunkBuilds) hash.update(chunk.bundled.contents);
 const buildId = hash.digest('hex').slice(0, 16);
 await mkdir(dirname(outfile), { recursive: true });
-const firstLine = `// queenctl build ${buildId} node ${process.version}\n`;
+const { VERSION } = await import(new URL('dist/src/version.js', root).href);
+const firstLine = `// queenctl build ${buildId} node ${process.version} version ${VERSION}\n`;
 await writeFile(outfile, ascii(outfile, `${firstLine}${bundled.text}`));
 for (const chunk of chunkBuilds)
   await writeFile(chunk.outfile, ascii(chunk.outfile, `${firstLine}${chunk.bundled.text}`));

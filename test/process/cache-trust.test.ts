@@ -160,7 +160,8 @@ describe('a code cache that is not the user’s own never runs', { skip }, () =>
 
   it('the planted cache, were it the user’s own, would run (what the cases below keep from running)', async () => {
     const home = copyOf(cacheHome, 'code-own');
-    const result = await runCli(['--version'], { exit: 0, env: { XDG_CACHE_HOME: home } });
+    // `help`: `--version` alone does not load the bundle (bin/queenctl.cjs).
+    const result = await runCli(['help'], { exit: 0, env: { XDG_CACHE_HOME: home } });
     assert.equal(result.stdout, '', 'the planted code ran instead of queenctl');
     assert.equal(existsSync(mark), true);
     rmSync(mark);

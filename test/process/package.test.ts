@@ -108,7 +108,7 @@ it('the bundle requires at run time only its package.json dependencies; the lice
   assert.deepEqual([...components].map(([name, { version }]) => `${name}@${version}`).sort(), licensed.sort());
 });
 
-/** What the installed bin on PATH reported for `--version` and `lease extend` (QUEENCTL_DEBUG). */
+/** What the installed bin on PATH reported for `help` and `lease extend` (QUEENCTL_DEBUG). */
 let installRuns: Array<{ kind: string; stderr: string }> = [];
 /** Where those runs looked for their own caches. */
 let installCacheHome: string;
@@ -139,15 +139,20 @@ it('npm install -g of the package as npm packs it gives a working queenctl on PA
   // Run as a user runs it, reporting the cache it starts from (checked below, per Node).
   installCacheHome = join(scratch, 'install-cache');
   const debugEnv = { ...env, QUEENCTL_DEBUG: '1', XDG_CACHE_HOME: installCacheHome };
+  // `--version` alone reads the version off the bundle's first line (bin/queenctl.cjs): `help` is
+  // the local run that loads the bundle.
   const version = await execFile(bin, ['--version'], { env: debugEnv });
-  assert.match(version.stdout, new RegExp(VERSION));
+  assert.equal(version.stdout, `${VERSION}\n`);
+  assert.equal(version.stderr, '', 'no code cache: the bundle is not loaded');
+  const help = await execFile(bin, ['help'], { env: debugEnv });
+  assert.match(help.stdout, /^Usage: queenctl /);
   const leaseId = sim.mint({ partitions: 2 });
   const extend = await execFile(bin, ['lease', 'extend', leaseId, '--server', sim.url, '-o', 'json'], {
     env: debugEnv,
   });
   assert.equal(JSON.parse(extend.stdout).renewed, 2);
   installRuns = [
-    { kind: 'local', stderr: version.stderr },
+    { kind: 'local', stderr: help.stderr },
     { kind: 'net', stderr: extend.stderr },
   ];
   // package.json's `man`: npm links every page into the prefix's share/man/man1 (issue 26).
@@ -193,10 +198,10 @@ const extendArgs = (): string[] => ['lease', 'extend', sim.mint(), '--server', s
 /** Ids from standard input: undici, and its file of the bundle. */
 const bulkExtendArgs = (): string[] => ['lease', 'extend', '-', '--server', sim.url, '-o', 'ndjson'];
 
-/** `// queenctl build <id> node <version>`, the bundle's first line (scripts/bundle.mjs). */
+/** `// queenctl build <id> node <node> version <version>`, the bundle's first line (scripts/bundle.mjs). */
 function buildOf(packageDir: string): { id: string; node: string } {
   const line = readFileSync(join(packageDir, 'dist', 'queenctl.cjs'), 'utf8').split('\n', 1)[0] ?? '';
-  const match = /^\/\/ queenctl build ([0-9a-f]+) node (v\S+)$/.exec(line);
+  const match = /^\/\/ queenctl build ([0-9a-f]+) node (v\S+) version (\S+)$/.exec(line);
   assert.ok(match, `the bundle names its build and Node on its first line, got: ${line}`);
   return { id: match[1] as string, node: match[2] as string };
 }
@@ -293,10 +298,10 @@ it(EACH_KIND, {
 
   // Often the first run after an install: a local run, with a cache of its own. Writing it
   // removes the week-old cache of another build; the fresh one stays.
-  const version = await queenctl(copy, ['--version'], extra);
-  assert.match(version.stderr, /code cache absent/);
+  const local = await queenctl(copy, ['help'], extra);
+  assert.match(local.stderr, /code cache absent/);
   // undici (dist/queenctl-undici.cjs) is loaded only by a run that sends requests.
-  assert.doesNotMatch(version.stderr, /queenctl-undici/);
+  assert.doesNotMatch(local.stderr, /queenctl-undici/);
   assert.deepEqual(readdirSync(dir).sort(), [`${prefix}.local.cache`, fresh].sort());
   // A lease run does not use it (on Node 20 it runs under other V8 flags): it makes the net kind's.
   // One id goes over node:net, so undici's file is not loaded.
