@@ -363,17 +363,23 @@ function versionOnFirstLine(file) {
 
 /**
  * Writes `version` and a newline on stdout as src/cli.ts writes there: at once, on the
- * descriptor, the stream taking the rest only when it would block; a reader gone is status 141.
+ * descriptor, the stream taking the rest only when it would block. A reader gone is status 141;
+ * any other failure is said on stderr in src/cli.ts's words (outputFailure) and is status 74.
  */
 function printVersion(version) {
+  const failed = (error) => {
+    if (error.code === 'EPIPE') process.exit(128 + 13);
+    const reason = /^[A-Z0-9]+: (.*?)(, write)?$/.exec(error.message)?.[1] ?? error.message;
+    const code = error.code === undefined ? '' : ` (${error.code})`;
+    say(`could not write to stdout: ${reason}${code}; what this run did is not all in its output`);
+    process.exit(74);
+  };
   let rest = Buffer.from(`${version}\n`, 'latin1');
   try {
     while (rest.length > 0) rest = rest.subarray(fs.writeSync(1, rest));
   } catch (error) {
-    if (error.code === 'EPIPE') process.exit(128 + 13);
-    process.stdout.on('error', (late) => {
-      if (late.code === 'EPIPE') process.exit(128 + 13);
-    });
+    if (error.code !== 'EAGAIN') failed(error);
+    process.stdout.on('error', failed);
     process.stdout.write(rest);
   }
 }

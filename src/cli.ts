@@ -250,14 +250,21 @@ export async function run(rawArgs: readonly (string | Uint8Array)[], ports: CliP
   };
   // A reader that went away (`| head -1`) ends the run quietly, as SIGPIPE would; a watch with
   // a running command carries on without its event stream instead, and ends with its status.
+  // Output that cannot be written for another reason (a full disk, an I/O error) is said once on
+  // stderr and ends the run with 74, never a status that means success or "nothing was sent";
+  // a run that supervises commands (watch, lease run) carries on, as above (docs/cli-contract.md,
+  // "Output that cannot be written").
   let readerGone = false;
+  let outputFailed: false | 'carrying on' | 'ending' = false;
   ports.stdout.on?.('error', (error) => {
     if (error.code === 'EPIPE') {
       readerGone ||= relay !== null;
       if (!readerGone) ports.exit(128 + 13);
       return;
     }
-    throw error;
+    if (!outputFailed) ports.stderr.write(outputFailure(error));
+    outputFailed ||= relay !== null ? 'carrying on' : 'ending';
+    if (outputFailed === 'ending') ports.exit(ExitCode.OutputFailed);
   });
   // Diagnostics that nobody can read any more must not change the outcome: unhandled, a closed
   // stderr would crash with status 1 ("nothing was sent") after a lease was renewed or lost.
@@ -328,6 +335,18 @@ function afterGrace(clock: Clock | undefined, end: () => void): void {
     return;
   }
   setTimeout(end, SIGNAL_GRACE_MS).unref();
+}
+
+/**
+ * What a failed write to stdout says (its words are also bin/queenctl.cjs's, for `--version`):
+ * Node's message for a system error, `ENOSPC: no space left on device, write`, read as the reason
+ * and its code.
+ */
+function outputFailure(error: NodeJS.ErrnoException): string {
+  const reason = /^[A-Z0-9]+: (.*?)(, write)?$/.exec(error.message)?.[1] ?? error.message;
+  const code = error.code === undefined ? '' : ` (${error.code})`;
+  const what = 'what this run did is not all in its output';
+  return `queenctl: could not write to stdout: ${escapeText(reason)}${code}; ${what}\n`;
 }
 
 /** Commander's reading of NO_COLOR, FORCE_COLOR and CLICOLOR_FORCE, on the run's environment. */

@@ -16,6 +16,11 @@ export const ExitCode = {
   NotHeld: 4,
   /** `lease run`: a message did not succeed (the command failed, reported a failure, or could not read it). */
   MessageFailed: 5,
+  /**
+   * queenctl could not write its output to stdout (a full disk, an I/O error): what the run did
+   * (a renewal, an ack) is not all in its output. 74 is sysexits.h's EX_IOERR.
+   */
+  OutputFailed: 74,
   /** `lease run`: the command could not be executed, or queenctl could not prepare its batch. */
   CannotExecute: 126,
   /** `lease run`: the command was not found. */

@@ -62,6 +62,19 @@ describe('exit statuses through the binary', { concurrency: true }, () => {
     assertNoStackTrace(result.stderr);
     assert.match(result.stderr, /^queenctl: lease gone was not renewed/);
   });
+
+  it('74: stdout cannot be written (a full disk), said once on stderr; the renewal happened all the same', async () => {
+    const leaseId = sim.mint();
+    const args = `lease extend ${leaseId} --server ${sim.url} --token read-write`;
+    const result = await runShell(`${cliCommandLine()} ${args} >/dev/full`, { exit: 74 });
+    assert.equal(result.code, 74, describeResult(result));
+    assert.equal(
+      result.stderr,
+      'queenctl: could not write to stdout: no space left on device (ENOSPC); ' +
+        'what this run did is not all in its output\n',
+    );
+    assert.equal(sim.log.filter((entry) => entry.rawPath === `/api/v1/lease/${leaseId}/extend`).length, 1);
+  });
 });
 
 /**

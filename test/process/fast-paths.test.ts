@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { VERSION } from '../../src/version.js';
-import { describeRun, needsNode, runCli, startCli } from '../support/cli.js';
+import { cliCommandLine, describeRun, needsNode, runCli, runShell, startCli } from '../support/cli.js';
 import { runInProcess } from '../support/in-process.js';
 
 const skip = needsNode('the npm package’s bin');
@@ -37,5 +37,16 @@ describe('queenctl --version, alone', { skip }, () => {
     assert.equal(fast.code, 141);
     assert.equal(fast.stderr, '');
     assert.deepEqual([fast.code, fast.stderr], [bundle.code, bundle.stderr]);
+  });
+
+  it('a stdout that cannot be written (a full disk): exit 74 and the same line on stderr, as the bundle', async () => {
+    const [fast, bundle] = await Promise.all(
+      [['--version'], ['--version', '-q']].map((args) =>
+        runShell(`${cliCommandLine()} ${args.join(' ')} >/dev/full`, { exit: 74 }),
+      ),
+    );
+    assert.equal(fast?.code, 74, fast && describeRun(fast));
+    assert.match(fast?.stderr ?? '', /^queenctl: could not write to stdout: no space left on device \(ENOSPC\);/);
+    assert.deepEqual([fast?.code, fast?.stderr], [bundle?.code, bundle?.stderr]);
   });
 });

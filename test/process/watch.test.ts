@@ -17,7 +17,14 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import type { Simulator } from '../../tools/simulator/index.js';
-import { type CliResult, type ExpectedExit, type RunningProcess, startCli } from '../support/cli.js';
+import {
+  type CliResult,
+  cliCommandLine,
+  type ExpectedExit,
+  type RunningProcess,
+  runShell,
+  startCli,
+} from '../support/cli.js';
 import { watchScenario, withSimulator, type WatchEventLine, type WatchScenario } from '../support/watch-scenario.js';
 
 interface Watching extends WatchScenario<CliResult> {
@@ -213,6 +220,24 @@ describe('lease watch -- command: real process groups', { concurrency: true }, (
       writeFileSync(join(dir, 'go'), '');
       const result = await run.exited;
       assert.equal(result.code, 5, result.stderr);
+    }));
+
+  it("a stdout that cannot be written (a full disk) does not end the watch: said once; the command's status", () =>
+    withSimulator(async (sim) => {
+      // Every event meets /dev/full, those written while the command runs and the last one after.
+      const args = [sim.mint(LEASE), '--server', sim.url, '--seconds', '60', '--every', '200ms', '-o', 'ndjson'];
+      const result = await runShell(
+        `${cliCommandLine()} lease watch ${args.join(' ')} -- sh -c 'sleep 1; exit 5' >/dev/full`,
+        {
+          exit: 5,
+        },
+      );
+      assert.equal(result.code, 5, result.stderr);
+      assert.equal(
+        result.stderr.match(/^queenctl: could not write to stdout: .*\(ENOSPC\)/gm)?.length,
+        1,
+        result.stderr,
+      );
     }));
 });
 
