@@ -358,7 +358,8 @@ function versionOnFirstLine(file) {
   const text = head.toString('latin1', 0, length);
   const end = text.indexOf('\n');
   if (end === -1) return undefined;
-  return /^\/\/ queenctl build [0-9a-f]+ node \S+ version (\S+)$/.exec(text.slice(0, end))?.[1];
+  // Only what a version is made of: a first line is printed, and never a control character.
+  return /^\/\/ queenctl build [0-9a-f]+ node \S+ version ([0-9A-Za-z.+-]+)$/.exec(text.slice(0, end))?.[1];
 }
 
 /**
@@ -369,7 +370,8 @@ function versionOnFirstLine(file) {
 function printVersion(version) {
   const failed = (error) => {
     if (error.code === 'EPIPE') process.exit(128 + 13);
-    const reason = /^[A-Z0-9]+: (.*?)(, write)?$/.exec(error.message)?.[1] ?? error.message;
+    const system = error.errno === undefined ? undefined : require('node:util').getSystemErrorMap().get(error.errno);
+    const reason = system?.[1] ?? error.message;
     const code = error.code === undefined ? '' : ` (${error.code})`;
     say(`could not write to stdout: ${reason}${code}; what this run did is not all in its output`);
     process.exit(74);

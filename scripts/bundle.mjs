@@ -187,6 +187,9 @@ for (const chunk of chunkBuilds) hash.update(chunk.bundled.contents);
 const buildId = hash.digest('hex').slice(0, 16);
 await mkdir(dirname(outfile), { recursive: true });
 const { VERSION } = await import(new URL('dist/src/version.js', root).href);
+// The bin prints this one for `--version` alone: it must be the one the bundle prints.
+if (!bundled.text.includes(JSON.stringify(VERSION)))
+  throw new Error(`the bundle does not carry version ${VERSION} (dist/src/version.js): run npm run build`);
 const firstLine = `// queenctl build ${buildId} node ${process.version} version ${VERSION}\n`;
 await writeFile(outfile, ascii(outfile, `${firstLine}${bundled.text}`));
 for (const chunk of chunkBuilds)

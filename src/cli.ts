@@ -5,6 +5,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import { fstatSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { getSystemErrorMap } from 'node:util';
 import { type Command, CommanderError } from 'commander';
 import type { StdinLike } from './args.js';
 import type { Clock } from './clock.js';
@@ -166,7 +167,7 @@ function processOutput(fd: 1 | 2, stream: () => NodeJS.WriteStream): () => CliSt
  * Writes to descriptor `fd` at once, as process.stdout and stderr do on Linux (files and pipes
  * are synchronous there), without making the stream. Once the stream exists, or when the
  * descriptor would block (one left non-blocking by another process), the stream takes the rest,
- * so the order stays. A reader gone (EPIPE) is the stream's error.
+ * so the order stays. Any other failure (a reader gone, a full disk) is the stream's error.
  */
 function writeDirect(
   fd: number,
@@ -183,7 +184,9 @@ function writeDirect(
   try {
     while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EPIPE') return onError(error as NodeJS.ErrnoException);
+    // Only a descriptor that would block hands the rest to the stream; any other failure (a
+    // reader gone, a full disk) is the run's to act on now, not when the stream gets to it.
+    if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') return onError(error as NodeJS.ErrnoException);
     stream().write(rest);
   }
 }
@@ -227,6 +230,9 @@ export async function run(rawArgs: readonly (string | Uint8Array)[], ports: CliP
   // Set while `watch` runs a command: signals are the command's to act on, and queenctl waits
   // for it. No path below may exit then, or the command would run on unsupervised.
   let relay: ((signal: NodeJS.Signals) => void) | null = null;
+  // Whether this run has supervised a command (watch -- command, lease run): its status is then
+  // the command's, or the run's, whatever became of its output.
+  let supervises = false;
   // SIGINT, SIGTERM and SIGHUP (the terminal or the ssh session went away) end every command
   // the same way: the first aborts `signal` (a lease verb stops issuing and reports what it
   // did), and the run has SIGNAL_GRACE_MS to finish; then, or at a second signal, it is ended
@@ -244,27 +250,28 @@ export async function run(rawArgs: readonly (string | Uint8Array)[], ports: CliP
   ports.onSignal(['SIGINT', 'SIGTERM', 'SIGHUP'], onSignal);
   const relaySignals = (listener: (signal: NodeJS.Signals) => void): (() => void) => {
     relay = listener;
+    supervises = true;
     return () => {
       if (relay === listener) relay = null;
     };
   };
-  // A reader that went away (`| head -1`) ends the run quietly, as SIGPIPE would; a watch with
-  // a running command carries on without its event stream instead, and ends with its status.
+  // A reader that went away (`| head -1`) ends the run quietly, as SIGPIPE would; a run that
+  // supervises commands carries on without its event stream instead, and ends with its status.
   // Output that cannot be written for another reason (a full disk, an I/O error) is said once on
-  // stderr and ends the run with 74, never a status that means success or "nothing was sent";
-  // a run that supervises commands (watch, lease run) carries on, as above (docs/cli-contract.md,
-  // "Output that cannot be written").
+  // stderr, and the run carries on to its end without it, so that what it says on stderr and
+  // keeps on disk (a batch's record) is not lost: a status of 0 then becomes 74, never one that
+  // means success; any other stands, and a run that supervises commands keeps its own
+  // (docs/cli-contract.md, "Output that cannot be written").
   let readerGone = false;
-  let outputFailed: false | 'carrying on' | 'ending' = false;
+  let outputFailed = false;
   ports.stdout.on?.('error', (error) => {
     if (error.code === 'EPIPE') {
-      readerGone ||= relay !== null;
+      readerGone ||= supervises;
       if (!readerGone) ports.exit(128 + 13);
       return;
     }
     if (!outputFailed) ports.stderr.write(outputFailure(error));
-    outputFailed ||= relay !== null ? 'carrying on' : 'ending';
-    if (outputFailed === 'ending') ports.exit(ExitCode.OutputFailed);
+    outputFailed = true;
   });
   // Diagnostics that nobody can read any more must not change the outcome: unhandled, a closed
   // stderr would crash with status 1 ("nothing was sent") after a lease was renewed or lost.
@@ -315,6 +322,7 @@ export async function run(rawArgs: readonly (string | Uint8Array)[], ports: CliP
     setExitCode(await exitCodeFor(error, ports));
   }
   if (signalled) setExitCode(signalExitCode(signalled));
+  if (outputFailed && !supervises && exitCode === ExitCode.Ok) setExitCode(ExitCode.OutputFailed);
   return exitCode;
 }
 
@@ -339,11 +347,11 @@ function afterGrace(clock: Clock | undefined, end: () => void): void {
 
 /**
  * What a failed write to stdout says (its words are also bin/queenctl.cjs's, for `--version`):
- * Node's message for a system error, `ENOSPC: no space left on device, write`, read as the reason
- * and its code.
+ * the system's words for the error, `no space left on device`, whether it came from a write to
+ * the descriptor or from the stream, and its code.
  */
 function outputFailure(error: NodeJS.ErrnoException): string {
-  const reason = /^[A-Z0-9]+: (.*?)(, write)?$/.exec(error.message)?.[1] ?? error.message;
+  const reason = (error.errno === undefined ? undefined : getSystemErrorMap().get(error.errno)?.[1]) ?? error.message;
   const code = error.code === undefined ? '' : ` (${error.code})`;
   const what = 'what this run did is not all in its output';
   return `queenctl: could not write to stdout: ${escapeText(reason)}${code}; ${what}\n`;

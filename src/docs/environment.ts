@@ -83,8 +83,8 @@ export const EXIT_CODES: readonly ExitCodeDoc[] = [
   { code: '2', meaning: 'broker error: unreachable, timed out, 5xx, or an answer outside the contract' },
   { code: '3', meaning: 'authentication or authorization refused (401 or 403)' },
   { code: '4', meaning: 'lease not held: the broker answered and renewed nothing (renewed: 0), even at HTTP 200' },
-  { code: '129/130/143', meaning: 'stopped by SIGHUP/SIGINT/SIGTERM (a verb that talks to the broker)' },
   { code: '74', meaning: 'the output could not be written to standard output (a full disk, an I/O error)' },
+  { code: '129/130/143', meaning: 'stopped by SIGHUP/SIGINT/SIGTERM (a verb that talks to the broker)' },
   { code: '141', meaning: 'the reader of standard output went away' },
 ];
 

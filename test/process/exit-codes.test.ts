@@ -5,6 +5,7 @@
  * them: the status reaching the shell, and both streams flushed before the end.
  */
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { assertNoStackTrace, assertOneLineReason, closedPort, describeResult } from '../reliability/harness.js';
@@ -63,9 +64,9 @@ describe('exit statuses through the binary', { concurrency: true }, () => {
     assert.match(result.stderr, /^queenctl: lease gone was not renewed/);
   });
 
-  it('74: stdout cannot be written (a full disk), said once on stderr; the renewal happened all the same', async () => {
-    const leaseId = sim.mint();
-    const args = `lease extend ${leaseId} --server ${sim.url} --token read-write`;
+  it('74: stdout cannot be written (a full disk): said once on stderr, every lease renewed all the same', async () => {
+    const leaseIds = [sim.mint(), sim.mint()];
+    const args = `lease extend ${leaseIds.join(' ')} --server ${sim.url} --token read-write`;
     const result = await runShell(`${cliCommandLine()} ${args} >/dev/full`, { exit: 74 });
     assert.equal(result.code, 74, describeResult(result));
     assert.equal(
@@ -73,7 +74,37 @@ describe('exit statuses through the binary', { concurrency: true }, () => {
       'queenctl: could not write to stdout: no space left on device (ENOSPC); ' +
         'what this run did is not all in its output\n',
     );
-    assert.equal(sim.log.filter((entry) => entry.rawPath === `/api/v1/lease/${leaseId}/extend`).length, 1);
+    for (const leaseId of leaseIds)
+      assert.equal(sim.log.filter((entry) => entry.rawPath === `/api/v1/lease/${leaseId}/extend`).length, 1);
+  });
+
+  it('stdout cannot be written and a lease was not renewed: 4 stands, and stderr says both', async () => {
+    const args = `lease extend ${sim.mint()} gone --server ${sim.url} --token read-write`;
+    const result = await runShell(`${cliCommandLine()} ${args} >/dev/full`, { exit: 4 });
+    assert.equal(result.code, 4, describeResult(result));
+    assert.match(result.stderr, /^queenctl: could not write to stdout: no space left on device \(ENOSPC\);/);
+    assert.match(result.stderr, /^queenctl: lease gone was not renewed/m);
+  });
+
+  it('lease run with stdout on a full disk keeps its own status: 4, nothing to take', async () => {
+    const queue = `empty-${process.pid}`;
+    sim.createQueue({ name: queue, partitions: ['p1'] });
+    const args = `lease run ${queue} --server ${sim.url} --token read-write --batches 1 -o ndjson -- true`;
+    const result = await runShell(`${cliCommandLine()} ${args} >/dev/full`, { exit: 4 });
+    assert.equal(result.code, 4, describeResult(result));
+    assert.match(result.stderr, /^queenctl: could not write to stdout: no space left on device \(ENOSPC\);/m);
+    assert.match(result.stderr, /^queenctl: nothing to take from queue /m);
+  });
+
+  it('lease acquire with stdout on a full disk: 74, and the batch is still kept, with its ack line', async () => {
+    const queue = `full-${process.pid}`;
+    sim.createQueue({ name: queue, partitions: ['p1'] });
+    sim.push(queue, [{ n: 1 }], 'p1');
+    const args = `lease acquire ${queue} --server ${sim.url} --token read-write -o table`;
+    const result = await runShell(`${cliCommandLine()} ${args} >/dev/full`, { exit: 74 });
+    assert.equal(result.code, 74, describeResult(result));
+    const record = /^ {2}queenctl lease ack (\S+)$/m.exec(result.stderr)?.[1];
+    assert.ok(record && existsSync(record), `the batch's record is kept and named:\n${result.stderr}`);
   });
 });
 
