@@ -128,18 +128,26 @@ export function endingSignal(status: number, platform: NodeJS.Platform): NodeJS.
  * /dev/null is no terminal: it is written to the descriptor directly (synchronously, as the stream
  * would be there), so neither process.stdout nor node:tty and node:net are loaded to ask (~5 ms
  * that `--version`, a usage error or a script's run need not pay; issue 19). A terminal gets the
- * real stream, which spinners need.
+ * real stream, which spinners need. `plain` and `writeFd` are the system's, or a test's.
  */
-function processOutput(fd: 1 | 2, stream: () => NodeJS.WriteStream): () => CliStream {
+export function processOutput(
+  fd: number,
+  stream: () => NodeJS.WriteStream,
+  plain: (fd: number) => boolean = isPlainOutput,
+  writeFd: (fd: number, data: Uint8Array) => number = writeSync,
+): () => CliStream {
   let port: CliStream | undefined;
   return () => {
     if (port) return port;
-    if (!isPlainOutput(fd)) {
+    if (!plain(fd)) {
       port = stream();
       return port;
     }
     const listeners: ((error: NodeJS.ErrnoException) => void)[] = [];
     let made = false;
+    // After a write that failed, nothing more is written: output that resumed once the disk had
+    // room again would leave a hole in the middle that looks like a whole file.
+    let failed = false;
     const real = (): NodeJS.WriteStream => {
       if (!made) for (const listener of listeners) stream().on('error', listener);
       made = true;
@@ -148,7 +156,9 @@ function processOutput(fd: 1 | 2, stream: () => NodeJS.WriteStream): () => CliSt
     port = {
       isTTY: false,
       write: (text: string) => {
-        writeDirect(fd, text, made, real, (error) => {
+        if (failed) return true;
+        writeDirect(fd, text, made, real, writeFd, (error) => {
+          failed = true;
           for (const listener of listeners) listener(error);
         });
         return true;
@@ -174,6 +184,7 @@ function writeDirect(
   text: string | Uint8Array,
   made: boolean,
   stream: () => NodeJS.WriteStream,
+  writeFd: (fd: number, data: Uint8Array) => number,
   onError: (error: NodeJS.ErrnoException) => void,
 ): void {
   if (made) {
@@ -182,7 +193,7 @@ function writeDirect(
   }
   let rest = typeof text === 'string' ? Buffer.from(text) : text;
   try {
-    while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
+    while (rest.length > 0) rest = rest.subarray(writeFd(fd, rest));
   } catch (error) {
     // Only a descriptor that would block hands the rest to the stream; any other failure (a
     // reader gone, a full disk) is the run's to act on now, not when the stream gets to it.
@@ -288,6 +299,7 @@ export async function run(rawArgs: readonly (string | Uint8Array)[], ports: CliP
     argvAfterDashDash: argv.includes('--') ? argv.slice(argv.indexOf('--') + 1) : null,
     relaySignals,
     setExitCode,
+    stdoutFailed: () => outputFailed,
     clock: ports.clock,
     platform: ports.platform ?? process.platform,
   };

@@ -32,6 +32,12 @@ export interface IO {
   width?: number | undefined;
   /** The same of stderr: messages and hints there are wrapped at it (at most 100). */
   stderrWidth?: number | undefined;
+  /**
+   * Whether stdout could not be written (a full disk, an I/O error; not a reader gone): what a
+   * verb printed there as its only record is lost (docs/cli-contract.md, "Output that cannot be
+   * written"). Absent: never.
+   */
+  stdoutFailed?: () => boolean;
 }
 
 /** Writes, and waits when the stream asks for it, so streaming output keeps memory flat. */

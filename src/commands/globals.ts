@@ -147,6 +147,8 @@ export interface ProcessPorts {
   relaySignals(listener: (signal: NodeJS.Signals) => void): () => void;
   /** An ExitCode, or a watched command's own status. */
   setExitCode(code: number): void;
+  /** Whether stdout could not be written, so far (IO.stdoutFailed). */
+  stdoutFailed(): boolean;
   /** Every verb's clock, whatever the verb would choose (tests run in-process on a fake one). */
   clock?: Clock;
   /** process.platform, or a test's: what differs on Windows (watch/supervisor.ts, config/). */
@@ -246,6 +248,7 @@ export function globalContext(ports: ProcessPorts, version: string): GlobalConte
         verbose: Boolean(flags.verbose),
         width: terminalWidth(ports.stdout, ports.env),
         stderrWidth: terminalWidth(ports.stderr, ports.env),
+        stdoutFailed: ports.stdoutFailed,
       };
       // Traces quote the broker's answers: escaped as every line for people (output/sanitise.ts).
       const trace = io.verbose ? (line: string) => void stderr.write(`queenctl: ${escapeText(line)}\n`) : undefined;

@@ -5,7 +5,7 @@
  * them: the status reaching the shell, and both streams flushed before the end.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
 import { assertNoStackTrace, assertOneLineReason, closedPort, describeResult } from '../reliability/harness.js';
@@ -96,15 +96,16 @@ describe('exit statuses through the binary', { concurrency: true }, () => {
     assert.match(result.stderr, /^queenctl: nothing to take from queue /m);
   });
 
-  it('lease acquire with stdout on a full disk: 74, and the batch is still kept, with its ack line', async () => {
+  it('lease acquire -o json with stdout on a full disk: 74, and the batch is kept, with its ack line', async () => {
     const queue = `full-${process.pid}`;
     sim.createQueue({ name: queue, partitions: ['p1'] });
     sim.push(queue, [{ n: 1 }], 'p1');
-    const args = `lease acquire ${queue} --server ${sim.url} --token read-write -o table`;
+    const args = `lease acquire ${queue} --server ${sim.url} --token read-write -o json`;
     const result = await runShell(`${cliCommandLine()} ${args} >/dev/full`, { exit: 74 });
     assert.equal(result.code, 74, describeResult(result));
     const record = /^ {2}queenctl lease ack (\S+)$/m.exec(result.stderr)?.[1];
     assert.ok(record && existsSync(record), `the batch's record is kept and named:\n${result.stderr}`);
+    assert.equal(JSON.parse(readFileSync(record, 'utf8')).messages.length, 1);
   });
 });
 

@@ -204,6 +204,7 @@ describe('the command tree a command line builds (issue 41)', () => {
         argvAfterDashDash: null,
         relaySignals: () => () => {},
         setExitCode: () => {},
+        stdoutFailed: () => false,
       },
       npm.version,
     );

@@ -299,6 +299,7 @@ export async function runAcquire(options: AcquireOptions, runtime: AcquireRuntim
     return ExitCode.NotHeld;
   }
   await printBatch(record, acquired.remainingMs, options, runtime);
+  await keepWhenUnwritten(record, options, runtime);
   if (renewal.ok) return ExitCode.Ok;
   const { error } = renewal;
   if (options.seconds === undefined) {
@@ -407,6 +408,28 @@ async function printBatch(
   if (note) await write(io.stderr, note);
   // A table is no record lease ack can read: keep the record, and say how to ack this batch. The
   // command is written as one line, never wrapped: copied from the terminal, it runs as shown.
+  const [said = '', command] = ackLine(record).split('\n');
+  await writeMessage(io, `queenctl: ${said}\n`);
+  if (command) await write(io.stderr, `${command}\n`);
+}
+
+/**
+ * A record printed on a stdout that could not take it (a full disk: docs/cli-contract.md, "Output
+ * that cannot be written") is kept as a table's is, and the ack line said: without it, nothing
+ * could ack the batch, which would hold its messages for the queue's lease time. A stream reports
+ * its failure on a later turn of the event loop: that turn is waited for.
+ */
+async function keepWhenUnwritten(
+  record: BatchRecord,
+  options: Pick<AcquireOptions, 'format'>,
+  runtime: Pick<AcquireRuntime, 'io'>,
+): Promise<void> {
+  const { io } = runtime;
+  const { format } = options;
+  // A table's record is kept always (printBatch); -q prints none.
+  if (format === null || (format !== 'name' && !isMachineFormat(format)) || !io.stdoutFailed) return;
+  await new Promise((resolve) => setImmediate(resolve));
+  if (!io.stdoutFailed()) return;
   const [said = '', command] = ackLine(record).split('\n');
   await writeMessage(io, `queenctl: ${said}\n`);
   if (command) await write(io.stderr, `${command}\n`);
