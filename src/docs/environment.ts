@@ -77,13 +77,19 @@ export const FILES: readonly Entry[] = [
 ];
 
 /** Every command's exit codes (docs/cli-contract.md#exit-codes), for queenctl(1). */
+/** Every command's (docs/cli-contract.md, "Output that cannot be written"). */
+const OUTPUT_FAILED: ExitCodeDoc = {
+  code: '74',
+  meaning: 'the output could not be written to standard output (a full disk, an I/O error)',
+};
+
 export const EXIT_CODES: readonly ExitCodeDoc[] = [
   { code: '0', meaning: 'success' },
   { code: '1', meaning: 'usage or configuration error; nothing was sent to the broker' },
   { code: '2', meaning: 'broker error: unreachable, timed out, 5xx, or an answer outside the contract' },
   { code: '3', meaning: 'authentication or authorization refused (401 or 403)' },
   { code: '4', meaning: 'lease not held: the broker answered and renewed nothing (renewed: 0), even at HTTP 200' },
-  { code: '74', meaning: 'the output could not be written to standard output (a full disk, an I/O error)' },
+  OUTPUT_FAILED,
   { code: '129/130/143', meaning: 'stopped by SIGHUP/SIGINT/SIGTERM (a verb that talks to the broker)' },
   { code: '141', meaning: 'the reader of standard output went away' },
 ];
@@ -95,5 +101,5 @@ export const LOCAL_EXIT_CODES: readonly ExitCodeDoc[] = [
     code: '1',
     meaning: 'usage or configuration error: a bad flag or argument, or a config file that cannot be read or written',
   },
-  { code: '74', meaning: 'the output could not be written to standard output (a full disk, an I/O error)' },
+  OUTPUT_FAILED,
 ];

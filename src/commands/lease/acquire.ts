@@ -406,8 +406,15 @@ async function printBatch(
   // One note for both tables: the first says it, with the most columns hidden.
   const note = [summary.note, messages.note].sort((a, b) => b.length - a.length)[0];
   if (note) await write(io.stderr, note);
-  // A table is no record lease ack can read: keep the record, and say how to ack this batch. The
-  // command is written as one line, never wrapped: copied from the terminal, it runs as shown.
+  // A table is no record lease ack can read: keep the record, and say how to ack this batch.
+  await keepAndSayAckLine(record, io);
+}
+
+/**
+ * Keeps the batch's record (ackLine) and says on stderr how to ack it. The command is written as
+ * one line, never wrapped: copied from the terminal, it runs as shown.
+ */
+async function keepAndSayAckLine(record: BatchRecord, io: AcquireRuntime['io']): Promise<void> {
   const [said = '', command] = ackLine(record).split('\n');
   await writeMessage(io, `queenctl: ${said}\n`);
   if (command) await write(io.stderr, `${command}\n`);
@@ -429,10 +436,7 @@ async function keepWhenUnwritten(
   // A table's record is kept always (printBatch); -q prints none.
   if (format === null || (format !== 'name' && !isMachineFormat(format)) || !io.stdoutFailed) return;
   await new Promise((resolve) => setImmediate(resolve));
-  if (!io.stdoutFailed()) return;
-  const [said = '', command] = ackLine(record).split('\n');
-  await writeMessage(io, `queenctl: ${said}\n`);
-  if (command) await write(io.stderr, `${command}\n`);
+  if (io.stdoutFailed()) await keepAndSayAckLine(record, io);
 }
 
 /** The prefix of the private directory that keeps the record of a batch taken as a table. */
