@@ -6,7 +6,7 @@
 // compiled without a code cache): ~20 of the suite's CPU-s went there (issue 25). Node 22's
 // --test-isolation=none does the same for a whole run; Node 20 has no such flag.
 //
-// Order: node --test starts its files in the order of their paths (it sorts them), four at a
+// Order: node --test starts its files in the order of their paths (it sorts them), six at a
 // time, so the NN of each name is the order of ORDER below: the longest first (the ones that wait
 // on real processes and the wall clock beside the ones that keep a CPU busy), the short ones
 // last, so that the run does not end on one long file started late. On this 2-CPU machine the
