@@ -76,6 +76,29 @@ export class RunScene {
     return path;
   }
 
+  /**
+   * A handler run by sh that reads its input to the end and writes one result per message to
+   * QUEEN_RESULTS_FILE, in input order: `status` completed unless `decide` (sh, run once per line
+   * with the line in $line, its number from 1 in $i) sets `status`, and `error` if it sets one.
+   * sh, not node: ~0.09 CPU-s less a batch. The transaction id is cut from queenctl's compact
+   * JSON line, as written for the simulator's ids (no quote or backslash in them).
+   */
+  reporter(name: string, decide: string): string {
+    return this.shell(
+      name,
+      `i=0
+while IFS= read -r line || [ -n "$line" ]; do
+  i=$((i + 1))
+  id=\${line##*'"transactionId":"'}; id=\${id%%'"'*}
+  status=completed; error=''
+  ${decide}
+  extra=''; [ -n "$error" ] && extra=',"error":"'"$error"'"'
+  printf '{"transactionId":"%s","status":"%s"%s}\\n' "$id" "$status" "$extra" >> "$QUEEN_RESULTS_FILE"
+done
+`,
+    );
+  }
+
   /** A file name of this test's in the directory. */
   file(name: string): string {
     return join(this.dir, `${name}-${this.count}`);
