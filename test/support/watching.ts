@@ -12,6 +12,12 @@ import type { WatchEventLine } from './watch-scenario.js';
 
 export interface Watching {
   events(): WatchEventLine[];
+  /**
+   * The leases renewed so far: renewedIds(events()), kept as the events come, for a wait that
+   * asks after every line of thousands (a new set of all the events each time cost more than the
+   * watch's own renewals).
+   */
+  renewed(): ReadonlySet<string>;
   stderr(): string;
   /** Resolves once `check` holds for the output so far. */
   until(check: () => boolean, what: string, timeoutMs?: number): Promise<void>;
@@ -43,15 +49,26 @@ export function watch(
     // Awaiting it still rejects; an unawaited one must not crash the run.
   });
   let parsed = 0;
-  const events: WatchEventLine[] = [];
+  const seen: WatchEventLine[] = [];
+  const renewed = new Set<string>();
+  const events = (): WatchEventLine[] => {
+    // Parsed as it comes: the output of thousands of leases is re-read many times.
+    const stdout = run.stdout();
+    const end = stdout.lastIndexOf('\n') + 1;
+    for (const line of stdout.slice(parsed, end).split('\n')) {
+      if (!line) continue;
+      const event = JSON.parse(line) as WatchEventLine;
+      seen.push(event);
+      if (event.event === 'renewed') renewed.add(event.leaseId as string);
+    }
+    parsed = end;
+    return seen;
+  };
   return {
-    events() {
-      // Parsed as it comes: the output of thousands of leases is re-read many times.
-      const stdout = run.stdout();
-      const end = stdout.lastIndexOf('\n') + 1;
-      for (const line of stdout.slice(parsed, end).split('\n')) if (line) events.push(JSON.parse(line));
-      parsed = end;
-      return events;
+    events,
+    renewed() {
+      events();
+      return renewed;
     },
     stderr: () => run.stderr(),
     async until(check, what, timeoutMs = 20_000) {
