@@ -170,7 +170,9 @@ describe('--metrics-address listener: the cap on connections', () => {
   });
 });
 
-describe('--metrics-address listener: clients that hold connections without asking', () => {
+// Each waits on the wall clock for a timeout of its own listener: side by side, the group takes its
+// longest wait (the keep-alive one), not the sum of the three.
+describe('--metrics-address listener: clients that hold connections without asking', { concurrency: true }, () => {
   const HEADERS_MS = 500;
   const limits = { headersTimeoutMs: HEADERS_MS, requestTimeoutMs: 1_000, checkIntervalMs: 100 };
 
