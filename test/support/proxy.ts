@@ -1,6 +1,6 @@
 /**
  * A forward proxy for tests: CONNECT tunnels (what undici uses for http and https targets) and
- * plain absolute-URI requests. It records every target it was asked for, and can send every
+ * plain absolute-URI requests; a tunnel to a target it cannot reach is refused with a 502. It records every target it was asked for, and can send every
  * tunnel to one place (`divert`), so a broker URL with a name that resolves nowhere still
  * reaches the simulator: proof that the request went through the proxy and not around it.
  */
@@ -57,7 +57,9 @@ export async function startProxy(divert?: { host: string; port: number }): Promi
     chunks.push(Buffer.from(`CONNECT ${req.url}\n${req.rawHeaders.join('\n')}\n`, 'latin1'), head);
     client.on('data', (chunk: Buffer) => chunks.push(chunk));
     const [host, port] = (req.url ?? '').split(':');
+    let established = false;
     const upstream = net.connect(divert?.port ?? Number(port), divert?.host ?? host, () => {
+      established = true;
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       upstream.write(head);
       upstream.pipe(client);
@@ -65,7 +67,12 @@ export async function startProxy(divert?: { host: string; port: number }): Promi
     });
     sockets.add(upstream);
     upstream.on('close', () => sockets.delete(upstream));
-    upstream.on('error', () => client.destroy());
+    // A target it cannot reach (a name that resolves nowhere, a closed port) is answered 502, as
+    // a forward proxy does; hanging up instead left the client waiting out its whole --timeout.
+    upstream.on('error', () => {
+      if (established) client.destroy();
+      else client.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+    });
     client.on('error', () => upstream.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
