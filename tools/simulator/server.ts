@@ -364,7 +364,7 @@ class BrokerSimulator implements Simulator, BrokerState {
       return;
     }
     const gone = new AbortController();
-    res.once('close', () => gone.abort());
+    res.once('close', () => gone.abort(CLIENT_GONE));
     const reply = await answerBroker(route, this, req.headers.authorization, body, gone.signal);
     if (reply === null) return; // closed, or the client went away, while it waited
     if (fault?.kind === 'reset-mid-body') {
@@ -390,6 +390,12 @@ class BrokerSimulator implements Simulator, BrokerState {
     this.reply(res, null, jsonReply(500, { error: `simulator: ${message}` }));
   }
 }
+
+/**
+ * The reason every request's `gone` signal aborts with, made once: abort() without one makes a
+ * DOMException (a stack trace) on the close of every request, a tenth of the simulator's CPU.
+ */
+const CLIENT_GONE = new Error('the client went away');
 
 function queryOf(target: string): URLSearchParams {
   return new URLSearchParams(target.includes('?') ? target.slice(target.indexOf('?') + 1) : '');

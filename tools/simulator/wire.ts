@@ -51,16 +51,44 @@ export function tryParseJson(text: string): { ok: true; value: unknown } | { ok:
   }
 }
 
-/** The whole body as UTF-8; past MAX_REQUEST_BYTES a 413 (SimulatorInputError). */
-export async function readBody(req: http.IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_REQUEST_BYTES) throw new SimulatorInputError('request body too large', 413);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/**
+ * The whole body as UTF-8; past MAX_REQUEST_BYTES a 413 (SimulatorInputError), the request
+ * destroyed. Rejects when the request fails or closes before its end (the client went away).
+ * Events, not `for await`: the async iterator cost every request a dozen promises.
+ */
+export function readBody(req: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (error: Error | null): void => {
+      if (settled) return;
+      settled = true;
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+      if (error !== null) reject(error);
+      else
+        resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= MAX_REQUEST_BYTES) {
+        chunks.push(chunk);
+        return;
+      }
+      settle(new SimulatorInputError('request body too large', 413));
+      req.destroy();
+    };
+    const onEnd = (): void => settle(null);
+    const onError = (err: Error): void => settle(err);
+    const onClose = (): void => settle(new Error('the request closed before its end'));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
 }
 
 /**
