@@ -455,10 +455,16 @@ const ROWS: Row[] = [
   },
 ];
 
-/** Requests the simulator received for this lease, whatever route they reached. */
+/**
+ * Requests the simulator received for this lease, whatever route they reached: by the lease id
+ * the simulator read from the path, or, on a route it did not take for the extend route (no lease
+ * id read), by the path. Every row's check reads the whole log, so the path is searched only there.
+ */
 function sentFor(leaseId: string): number {
-  const encoded = encodeURIComponent(leaseId);
-  return sim.log.filter((entry) => entry.leaseId === leaseId || entry.rawPath.includes(`/${encoded}/`)).length;
+  const segment = `/${encodeURIComponent(leaseId)}/`;
+  return sim.log.filter(
+    (entry) => entry.leaseId === leaseId || (entry.leaseId === null && entry.rawPath.includes(segment)),
+  ).length;
 }
 
 before(async () => {
