@@ -1,8 +1,9 @@
 /**
  * A forward proxy for tests: CONNECT tunnels (what undici uses for http and https targets) and
- * plain absolute-URI requests; a tunnel to a target it cannot reach is refused with a 502. It records every target it was asked for, and can send every
- * tunnel to one place (`divert`), so a broker URL with a name that resolves nowhere still
- * reaches the simulator: proof that the request went through the proxy and not around it.
+ * plain absolute-URI requests; a tunnel to a target it cannot reach is refused with a 502. It
+ * records every target it was asked for, and can send every tunnel to one place (`divert`), so a
+ * broker URL with a name that resolves nowhere still reaches the simulator: proof that the
+ * request went through the proxy and not around it.
  */
 import http from 'node:http';
 import net, { type Socket } from 'node:net';
