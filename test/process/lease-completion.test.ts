@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { cliCommandLine, runProcess } from '../support/cli.js';
+import { cliCommandLine, EXE, runProcess } from '../support/cli.js';
 import { queenctlFunction } from '../support/doctest.js';
 import { runInProcess } from '../support/in-process.js';
 
@@ -28,6 +28,15 @@ const sim = (): Simulator => {
   return simulator;
 };
 let env: { HOME: string; PATH: string; QUEENCTL_COMPLETION_TIMEOUT: string };
+/**
+ * `env` with another `queenctl` first on PATH: a bash script that runs `queenctl __complete ...`
+ * in this process (the doc tests' function, test/support/doctest.ts), for zsh and fish as bash()
+ * does with `inProcess`: the tests about what a shell does with the names it is given, once each
+ * kind of name was asked of the binary in that shell or in bash (the tests of lease ids and the
+ * hostile names in bash). A node start less per TAB (~0.05 CPU-s). Under QUEENCTL_EXE, `env`
+ * itself: every TAB runs the executable under test.
+ */
+let inProcessEnv: Record<string, string>;
 /**
  * `queenctl completion bash|zsh|fish`, made once (test/process/completion.test.ts sources them as
  * `<(...)`, as docs/install.md says): each shell below sources the file, and no run pays for
@@ -63,6 +72,19 @@ before(async () => {
   // The ids must come, however busy the machine: the 500 ms budget is the unit tests' to prove
   // (test/unit/completion-leases.test.ts), on a clock of their own.
   env = { HOME: home, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}`, QUEENCTL_COMPLETION_TIMEOUT: '20s' };
+  if (EXE) inProcessEnv = env;
+  else {
+    const viaFunction = await queenctlFunction();
+    const inProcessBin = mkdtempSync(join(tmpdir(), 'queenctl-bin-'));
+    // Only what the scripts call: anything else would be a test asking this process by mistake.
+    writeFileSync(
+      join(inProcessBin, 'queenctl'),
+      `#!/usr/bin/env bash\n${viaFunction.text}\n` +
+        '[[ $1 == __complete ]] || { echo "$0: __complete only" >&2; exit 125; }\nqueenctl "$@"\n',
+    );
+    chmodSync(join(inProcessBin, 'queenctl'), 0o755);
+    inProcessEnv = { ...env, ...viaFunction.env, PATH: `${inProcessBin}${delimiter}${env.PATH}` };
+  }
   zcompdump = join(bin, 'zcompdump');
   if (installed('zsh'))
     await runProcess('zsh', ['-f', '-c', `autoload -U compinit && compinit -u -d ${zcompdump}`], {
@@ -206,6 +228,8 @@ words=(queenctl lease inspect ''); CURRENT=4; _queenctl`;
 describe('completion candidates are never expanded', () => {
   let hostile: Simulator | undefined;
   let hostileEnv: typeof env;
+  /** hostileEnv with the names asked in this process (inProcessEnv): for zsh and fish. */
+  let hostileInProcessEnv: Record<string, string>;
   /** Where a candidate that ran would leave its file. */
   let marks: string;
   const ids = (): string[] => [`$(touch\${IFS}${marks}/lease-dollar)`, `\`touch\${IFS}${marks}/lease-tick\``];
@@ -236,6 +260,7 @@ describe('completion candidates are never expanded', () => {
       `current-context: ${JSON.stringify(contexts()[0])}\ncontexts:\n${named.join('')}`,
     );
     hostileEnv = { ...env, HOME: home };
+    hostileInProcessEnv = { ...inProcessEnv, HOME: home };
     // Born expired: the broker knows the group, queue and partition, and no lease id is added.
     const { groupDollar, groupTick, queue, partition } = names();
     hostile.mint({ group: groupTick, queue, seconds: -1, partitions: [{ partition }] });
@@ -292,7 +317,7 @@ source ${JSON.stringify(zshScript)}
 compadd() { [[ $1 == -a ]] && print -l -- \${(P)2} }
 words=(queenctl lease inspect ''); CURRENT=4; _queenctl
 words=(queenctl --context ''); CURRENT=3; _queenctl`;
-    const result = await runProcess('zsh', ['-c', program], { env: hostileEnv, exit: 0 });
+    const result = await runProcess('zsh', ['-c', program], { env: hostileInProcessEnv, exit: 0 });
     nothingRan();
     assert.deepEqual(result.stdout.split('\n').filter(Boolean).sort(), [...ids(), ...contexts()].sort(), result.stderr);
   });
@@ -306,7 +331,7 @@ words=(queenctl --context ''); CURRENT=3; _queenctl`;
         '-c',
         `source ${JSON.stringify(fishScript)}; complete -C "queenctl lease watch "; complete -C "queenctl --context "`,
       ],
-      { env: hostileEnv, exit: 0 },
+      { env: hostileInProcessEnv, exit: 0 },
     );
     nothingRan();
     // fish prints a flag's description after a tab.
@@ -362,7 +387,7 @@ compadd() { [[ $1 == -a ]] && print -l -- \${(P)2} }
 words=(queenctl lease list --group ''); CURRENT=5; _queenctl
 words=(queenctl lease list --queue ''); CURRENT=5; _queenctl
 words=(queenctl lease acquire --partition ''); CURRENT=5; _queenctl`;
-    const result = await runProcess('zsh', ['-c', program], { env: hostileEnv, exit: 0, cwd: marks });
+    const result = await runProcess('zsh', ['-c', program], { env: hostileInProcessEnv, exit: 0, cwd: marks });
     nothingRan();
     const offered = result.stdout.split('\n').filter(Boolean);
     for (const name of [groupTick, queue, partition]) assert.ok(offered.includes(name), result.stdout);
@@ -380,7 +405,7 @@ words=(queenctl lease acquire --partition ''); CURRENT=5; _queenctl`;
         `source ${JSON.stringify(fishScript)}; complete -C "queenctl lease list --group "; ` +
           'complete -C "queenctl lease list --queue "; complete -C "queenctl lease acquire --partition "',
       ],
-      { env: hostileEnv, exit: 0, cwd: marks },
+      { env: hostileInProcessEnv, exit: 0, cwd: marks },
     );
     nothingRan();
     const offered = result.stdout.split('\n').map((line) => line.split('\t')[0]);
@@ -491,11 +516,11 @@ describe("completion of the broker's consumer groups, queues and partitions", ()
   });
 
   it('zsh offers the same', { skip: installed('zsh') ? false : 'zsh is not installed here' }, async () => {
-    assert.deepEqual(await zshTab(lines), expected);
+    assert.deepEqual(await zshTab(lines, inProcessEnv), expected);
   });
 
   it('fish offers the same', { skip: installed('fish') ? false : 'fish is not installed here' }, async () => {
-    assert.deepEqual(await fishTab(lines), expected);
+    assert.deepEqual(await fishTab(lines, inProcessEnv), expected);
   });
 });
 
