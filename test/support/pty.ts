@@ -11,6 +11,9 @@
  * a tmux channel (`wait-for`); the run waits on that channel, then polls until tmux says the pane
  * is dead (tmux marks it dead only once it has read everything the command wrote), all within a
  * generous time limit: the machine's speed decides how long a run takes, never what it shows.
+ * The wait, each poll and the end of the server share tmux clients where they can: each is a
+ * process this (large) test process spawns. (tmux's `pane-died` hook would save the polls, but
+ * tmux 3.3a drops it now and then: seen, 6 runs in 60.)
  *
  * Colours stay on, as on a person's terminal (TERM=xterm-256color, no NO_COLOR), and the screen is
  * captured as text without them (`capture-pane -p`, no `-e`): a snapshot holds the characters and
@@ -125,6 +128,7 @@ export async function runOnScreen(options: ScreenOptions): Promise<ScreenRun> {
     runProcess('tmux', ['-u', '-S', socket, ...args], { exit: 0, env, timeoutMs: 20_000 }).then((r) => r.stdout);
   const limitMs = options.timeoutMs ?? SCREEN_TIMEOUT_MS;
   const deadline = Date.now() + limitMs;
+  let serverEnded = false;
   const capture = (extra: string[]) => tmux(['capture-pane', '-p', '-t', 'snap', '-S', '-', '-E', '-', ...extra]);
   try {
     await tmux([
@@ -152,13 +156,23 @@ export async function runOnScreen(options: ScreenOptions): Promise<ScreenRun> {
     // joined line.
     const separator = `queenctl-pty-${Math.random().toString(36).slice(2)}`;
     const all = ['-S', '-', '-E', '-'];
-    const screenNow = async (): Promise<{ dead: boolean; screen: Screen }> => {
-      const out = await tmux([
-        ...['display-message', '-p', '-t', 'snap', '#{pane_dead}', ';'],
-        ...['capture-pane', '-p', '-N', '-t', 'snap', ...all, ';'],
-        ...['display-message', '-p', separator, ';'],
-        ...['capture-pane', '-p', '-J', '-t', 'snap', ...all],
-      ]);
+    /** The screen, read by one tmux client that may first wait (`before`) and then go on (`after`). */
+    const screenNow = async (
+      before: string[] = [],
+      after: string[] = [],
+      timeoutMs = 20_000,
+    ): Promise<{ dead: boolean; screen: Screen }> => {
+      const out = await runProcess(
+        'tmux',
+        [
+          ...['-u', '-S', socket, ...before],
+          ...['display-message', '-p', '-t', 'snap', '#{pane_dead}', ';'],
+          ...['capture-pane', '-p', '-N', '-t', 'snap', ...all, ';'],
+          ...['display-message', '-p', separator, ';'],
+          ...['capture-pane', '-p', '-J', '-t', 'snap', ...all, ...after],
+        ],
+        { exit: 0, env, timeoutMs },
+      ).then((r) => r.stdout);
       const [dead = '', rest = ''] = out.split(/\n(.*)/s);
       const [rowsText = '', linesText = ''] = rest.split(`${separator}\n`);
       const screenRows = trimBlankEnd(rowsText.split('\n'));
@@ -192,16 +206,16 @@ export async function runOnScreen(options: ScreenOptions): Promise<ScreenRun> {
       }
       await tmux(['send-keys', '-t', 'snap', options.interrupt.keys]);
     }
-    await runProcess('tmux', ['-S', socket, 'wait-for', 'ended'], { exit: 0, env, timeoutMs: left() }).catch(() =>
-      overdue('not ended'),
-    );
-    // The shell is ending: once tmux says the pane is dead, it has read all the pane's output.
-    let end = await screenNow();
+    // The shell is ending: once tmux says the pane is dead, it has read all the pane's output,
+    // and the client that saw it so ends the server too. One client waits and then looks.
+    const endIfDead = [';', 'if-shell', '-F', '-t', 'snap', '#{pane_dead}', 'kill-server'];
+    let end = await screenNow(['wait-for', 'ended', ';'], endIfDead, left()).catch(() => overdue('not ended'));
     while (!end.dead) {
       if (Date.now() > deadline) await overdue('the pane still not dead');
       await delay(POLL_MS / 2);
-      end = await screenNow();
+      end = await screenNow([], endIfDead);
     }
+    serverEnded = true;
     if (!existsSync(status)) throw new Error(`the pane ended without an exit code\n${end.screen.rows.join('\n')}`);
     const code = Number(readFileSync(status, 'utf8'));
     const screen: ScreenRun = { ...end.screen, code, ...(live && { live }) };
@@ -213,9 +227,10 @@ export async function runOnScreen(options: ScreenOptions): Promise<ScreenRun> {
     }
     return screen;
   } finally {
-    await runProcess('tmux', ['-S', socket, 'kill-server'], { exit: [0, 1], env, timeoutMs: 20_000 }).catch(
-      () => undefined,
-    );
+    if (!serverEnded)
+      await runProcess('tmux', ['-S', socket, 'kill-server'], { exit: [0, 1], env, timeoutMs: 20_000 }).catch(
+        () => undefined,
+      );
     rmSync(dir, { recursive: true, force: true });
   }
 }
