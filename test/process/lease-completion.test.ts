@@ -435,23 +435,25 @@ words=(queenctl lease acquire --partition ''); CURRENT=5; _queenctl`;
  * pseudo terminal (zsh/zpty): the script's functions run inside a real completion widget, as they
  * do for an operator, so _normal and _command_names work as they do there. compadd is wrapped to
  * record each match it would add; the widget writes END once a completion is over, and the line
- * is then killed (^U) for the next.
+ * is then killed (^U) for the next. The wait for END reads the file and sleeps in zsh itself
+ * ($(<file), zselect): no process per look.
  */
 async function zshTab(lines: string[], runEnv: Record<string, string> = env): Promise<string[][]> {
   const out = join(mkdtempSync(join(tmpdir(), 'queenctl-zsh-')), 'offered');
-  const program = `zmodload zsh/zpty
+  const program = `zmodload zsh/zpty zsh/zselect
 zpty z zsh -f -i
 zpty -w z "PS1=''; autoload -U compinit; compinit -u -d \${(q)ZCOMPDUMP}; source \${(q)COMPLETION_SCRIPT}"
 zpty -w z 'compadd() { local -a __hits; builtin compadd -O __hits "$@"; print -rl -- $__hits >> "$OFFERED" }'
 zpty -w z '_tab() { zle complete-word; print -r -- END >> "$OFFERED" }; zle -N _tab; bindkey "^I" _tab'
 integer n=0 i
+local -a ends
 for line in "$@"; do
   (( n++ ))
   zpty -w -n z "$line"$'\\t'
   # However busy the machine: a completion may run queenctl, which starts node.
   for ((i = 0; i < 2400; i++)); do
-    [[ -f $OFFERED ]] && (( $(grep -cx END "$OFFERED") >= n )) && break
-    sleep 0.05
+    [[ -f $OFFERED ]] && ends=(\${(M)\${(f)"$(<$OFFERED)"}:#END}) && (( $#ends >= n )) && break
+    zselect -t 5 # 50 ms
   done
   (( i < 2400 )) || { print -u2 "the completion of $line did not end"; exit 1 }
   zpty -w -n z $'\\x15' # ^U, kill-whole-line
