@@ -112,13 +112,20 @@ before(async () => {
   bashScript = printed.get('bash')!.file;
 });
 
+/** Whether `shell` runs here; asked once a shell (each test's skip asks). */
+const shells = new Map<string, boolean>();
 function shellInstalled(shell: string): boolean {
-  try {
-    execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore', timeout: 10_000 });
-    return true;
-  } catch {
-    return false;
+  let runs = shells.get(shell);
+  if (runs === undefined) {
+    try {
+      execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore', timeout: 10_000 });
+      runs = true;
+    } catch {
+      runs = false;
+    }
+    shells.set(shell, runs);
   }
+  return runs;
 }
 
 describe('completion', () => {

@@ -147,13 +147,20 @@ _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"; echo '${END_OF_LINE}'`;
   return { offered: offered.map((text) => text.split('\n').filter(Boolean).sort()), stderr: result.stderr };
 }
 
+/** Whether `shell` runs here; asked once a shell (each test's skip asks). */
+const shells = new Map<string, boolean>();
 const installed = (shell: string): boolean => {
-  try {
-    execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore', timeout: 10_000 });
-    return true;
-  } catch {
-    return false;
+  let runs = shells.get(shell);
+  if (runs === undefined) {
+    try {
+      execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore', timeout: 10_000 });
+      runs = true;
+    } catch {
+      runs = false;
+    }
+    shells.set(shell, runs);
   }
+  return runs;
 };
 
 /**
