@@ -40,7 +40,9 @@ let inProcessEnv: Record<string, string>;
 /**
  * `queenctl completion bash|zsh|fish`, made once (test/process/completion.test.ts sources them as
  * `<(...)`, as docs/install.md says): each shell below sources the file, and no run pays for
- * making it again.
+ * making it again. Made in this process (the binary under QUEENCTL_EXE): that the binary prints
+ * the same text is test/process/completion.test.ts's first tests; the binary's zsh script is
+ * also loaded once here, after compinit.
  */
 let bashScript: string;
 let zshScript: string;
@@ -107,7 +109,10 @@ before(async () => {
     ['zsh', zshScript],
     ['fish', fishScript],
   ] as const) {
-    const script = await runProcess('queenctl', ['completion', shell], { env, exit: 0 });
+    const script = EXE
+      ? await runProcess('queenctl', ['completion', shell], { env, exit: 0 })
+      : await runInProcess(['completion', shell], { env: { HOME: env.HOME } });
+    assert.equal(script.code, 0, script.stderr);
     writeFileSync(file, script.stdout);
   }
 });
