@@ -152,6 +152,12 @@ export function pickHeaders(rawHeaders: readonly (Buffer | string)[]): RawAnswer
 /** Answers larger than this are not an answer of the routes queenctl uses; reading stops there. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
+/**
+ * The code of a proxy that closed the connection before answering CONNECT (undici-transport.ts):
+ * undici 8's own, which undici 7 does not have. Read as a closed connection.
+ */
+export const PROXY_CLOSED_CODE = 'UND_ERR_PRX_CONN';
+
 const TLS_CODES = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|ERR_SSL|EPROTO/;
 
 /** What undici, node:http or the system threw, as a TransportFailure the client can word without knowing either. */
@@ -163,7 +169,9 @@ export function classify(error: unknown, viaProxy: boolean): TransportFailure {
   if (TLS_CODES.test(code) || TLS_CODES.test(detail)) return failure('tls');
   if (code === 'ECONNREFUSED') return failure('refused');
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return failure('host-not-found');
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') return failure('reset');
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE' || code === PROXY_CLOSED_CODE) {
+    return failure('reset');
+  }
   if (code === 'UND_ERR_INVALID_ARG' || code === 'ERR_INVALID_URL') return failure('bad-address');
   return failure('other');
 }

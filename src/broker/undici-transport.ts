@@ -14,6 +14,7 @@ import { proxyFor } from '../config/proxy-route.js';
 import type { RawAnswer } from './contract.js';
 import {
   MAX_BODY_BYTES,
+  PROXY_CLOSED_CODE,
   TransportFailure,
   classify,
   describeProxy,
@@ -112,15 +113,48 @@ export class UndiciTransport implements Transport {
       ready = (async () => {
         // undici's whole index, on this path only: the proxy agent tunnels with Client#connect,
         // an API method the index attaches to every dispatcher.
-        const { ProxyAgent } = await import('undici');
+        const { Pool, ProxyAgent } = await import('undici');
         // requestTls: the broker's TLS inside the proxy's tunnel; the proxy's own TLS (an
         // https:// proxy) is checked against the system CAs.
-        return new ProxyAgent({ ...this.agentOptions(), uri, requestTls: this.tls() });
+        return new ProxyAgent({
+          ...this.agentOptions(),
+          uri,
+          requestTls: this.tls(),
+          clientFactory: (origin: URL, options: object) => tunnelFailsOnce(new Pool(origin, options)),
+        });
       })();
       this.proxyAgents.set(uri, ready);
     }
     return ready;
   }
+}
+
+/**
+ * The pool of connections to the proxy, whose tunnel, when the proxy closes the connection
+ * before answering CONNECT, fails the request instead of being asked for again. undici 7's
+ * ProxyAgent passes that socket error on as it is, and its client takes a socket error with no
+ * request running for a connection to open again: it sends CONNECT again at once, without end
+ * (about 1,500 a second against a proxy on loopback), until --timeout, with --retries 0 alike
+ * (nodejs/undici#3897, fixed in undici 8, whose Node floor is 22). The request then fails as a
+ * closed connection, retried on the client's backoff like any other (docs/architecture.md,
+ * "Two transports").
+ */
+function tunnelFailsOnce<T extends Dispatcher>(pool: T): T {
+  const connect = pool.connect.bind(pool) as (options: Dispatcher.ConnectOptions) => Promise<Dispatcher.ConnectData>;
+  const tunnel = async (options: Dispatcher.ConnectOptions): Promise<Dispatcher.ConnectData> => {
+    try {
+      return await connect(options);
+    } catch (error) {
+      if ((error as { code?: string } | null)?.code !== 'UND_ERR_SOCKET') throw error;
+      const detail = error instanceof Error ? error.message : String(error);
+      throw Object.assign(new Error(`the proxy closed the connection before opening a tunnel: ${detail}`), {
+        code: PROXY_CLOSED_CODE,
+        cause: error,
+      });
+    }
+  };
+  // ProxyAgent asks for its tunnels in the promise form only.
+  return Object.assign(pool, { connect: tunnel });
 }
 
 /**

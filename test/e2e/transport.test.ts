@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { type AddressInfo, connect, createServer } from 'node:net';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { NET_REQUESTS } from '../../src/commands/globals.js';
@@ -218,6 +218,39 @@ describe('proxies', () => {
       assert.match(direct.stderr, /^queenctl: transport: node:net/m);
     } finally {
       await proxy.close();
+    }
+  });
+
+  it('a proxy that closes the connection before answering CONNECT: each try asks it once, then exit 2', async () => {
+    // undici 7 asked again at once and without end until --timeout (nodejs/undici#3897): about
+    // 1,500 CONNECTs a second at the proxy (src/broker/undici-transport.ts, tunnelFailsOnce).
+    const connects: string[] = [];
+    const sockets = new Set<Socket>();
+    const hangsUp = createServer((socket) => {
+      sockets.add(socket);
+      socket.once('data', (head) => {
+        connects.push(head.toString('latin1').split('\r\n')[0] ?? '');
+        socket.destroy();
+      });
+    });
+    await new Promise<void>((resolve) => hangsUp.listen(0, '127.0.0.1', resolve));
+    try {
+      const proxyUrl = `http://127.0.0.1:${(hangsUp.address() as AddressInfo).port}`;
+      const result = await runInProcess(
+        ['lease', 'extend', 'a-lease', '--server', `http://${NAMED}:6632`, '--retries', '2', '--timeout', '1m'],
+        { env: { HTTP_PROXY: proxyUrl } },
+      );
+      assert.equal(result.code, 2, result.stderr);
+      assert.equal(result.stdout, '');
+      assert.match(
+        result.stderr,
+        /^queenctl: a-lease: the connection to \S+ was closed before a full answer; retry 1 of 2/m,
+      );
+      assert.match(result.stderr, /requests go through the proxy of HTTPS_PROXY\/HTTP_PROXY/);
+      assert.deepEqual(connects, Array(3).fill(`CONNECT ${NAMED}:6632 HTTP/1.1`), 'one CONNECT for each try');
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => hangsUp.close(resolve));
     }
   });
 });
