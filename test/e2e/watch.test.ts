@@ -44,6 +44,15 @@ describe('lease watch end to end', { concurrency: true }, () => {
       const lastRetry = events.findLastIndex((event) => event.event === 'retry');
       return lastRetry >= 0 && events.slice(lastRetry).some(isRenewed);
     };
+    /** Ends the outage once the watch retried twice, waits for a renewal after it, and stops the watch (130). */
+    const rideOut = async (sim: Simulator, run: Watching): Promise<void> => {
+      await run.waitFor((event) => event.event === 'retry' && Number(event.attempt) >= 2);
+      sim.clearFaults();
+      await run.waitFor(() => afterOutage(run.events()));
+      run.kill('SIGINT');
+      const result = await run.exited;
+      assert.equal(result.code, 130, result.stderr);
+    };
 
     it('an outage of dropped connections shorter than the lease: retry events, then renewed, no loss', () =>
       withSimulator(async (sim) => {
@@ -51,12 +60,7 @@ describe('lease watch end to end', { concurrency: true }, () => {
         const run = watch(sim, [leaseId, ...ROOM, '-o', 'ndjson']);
         await run.waitFor(isRenewed);
         sim.inject({ kind: 'drop', leaseId });
-        await run.waitFor((event) => event.event === 'retry' && Number(event.attempt) >= 2);
-        sim.clearFaults();
-        await run.waitFor(() => afterOutage(run.events()));
-        run.kill('SIGINT');
-        const result = await run.exited;
-        assert.equal(result.code, 130, result.stderr);
+        await rideOut(sim, run);
         const events = run.events();
         assert.equal(events.filter((event) => event.event === 'lost').length, 0);
         const retries = events.filter((event) => event.event === 'retry');
@@ -75,12 +79,7 @@ describe('lease watch end to end', { concurrency: true }, () => {
         sim.inject({ kind: 'hang', leaseId });
         const retry = await run.waitFor((event) => event.event === 'retry');
         assert.match(String(retry.error), /no answer .* within 400ms/);
-        await run.waitFor((event) => event.event === 'retry' && Number(event.attempt) >= 2);
-        sim.clearFaults();
-        await run.waitFor(() => afterOutage(run.events()));
-        run.kill('SIGINT');
-        const result = await run.exited;
-        assert.equal(result.code, 130, result.stderr);
+        await rideOut(sim, run);
         assert.equal(run.events().filter((event) => event.event === 'lost').length, 0);
         assert.equal(sim.stats().lapses, 0);
       }));

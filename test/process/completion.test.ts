@@ -4,12 +4,11 @@
  * the other view of that tree, in-process), and context names from the config file.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { cliCommandLine, runProcess } from '../support/cli.js';
+import { cliCommandLine, runProcess, shellInstalled } from '../support/cli.js';
 import { runInProcess } from '../support/in-process.js';
 
 /** A HOME with a config file and `queenctl` on PATH, set on top of the clean environment. */
@@ -111,22 +110,6 @@ before(async () => {
   }
   bashScript = printed.get('bash')!.file;
 });
-
-/** Whether `shell` runs here; asked once a shell (each test's skip asks). */
-const shells = new Map<string, boolean>();
-function shellInstalled(shell: string): boolean {
-  let runs = shells.get(shell);
-  if (runs === undefined) {
-    try {
-      execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore', timeout: 10_000 });
-      runs = true;
-    } catch {
-      runs = false;
-    }
-    shells.set(shell, runs);
-  }
-  return runs;
-}
 
 describe('completion', () => {
   for (const shell of ['bash', 'zsh', 'fish'] as const) {

@@ -6,13 +6,12 @@
  * after `--`, the command line watch (or run) starts: a command's name, then its own completion.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { startSimulator, type Simulator } from '../../tools/simulator/index.js';
-import { cliCommandLine, EXE, runProcess } from '../support/cli.js';
+import { cliCommandLine, EXE, runProcess, shellInstalled } from '../support/cli.js';
 import { queenctlFunction } from '../support/doctest.js';
 import { runInProcess } from '../support/in-process.js';
 
@@ -94,7 +93,7 @@ before(async () => {
     inProcessEnv = { ...env, ...viaFunction.env, PATH: `${inProcessBin}${delimiter}${env.PATH}` };
   }
   zcompdump = join(bin, 'zcompdump');
-  if (installed('zsh'))
+  if (shellInstalled('zsh'))
     zshLoad = await runProcess(
       'zsh',
       ['-f', '-c', `autoload -U compinit && compinit -u -d ${zcompdump} && source <(queenctl completion zsh)`],
@@ -152,22 +151,6 @@ _queenctl; printf '%s\\n' "\${COMPREPLY[@]}"; echo '${END_OF_LINE}'`;
   return { offered: offered.map((text) => text.split('\n').filter(Boolean).sort()), stderr: result.stderr };
 }
 
-/** Whether `shell` runs here; asked once a shell (each test's skip asks). */
-const shells = new Map<string, boolean>();
-const installed = (shell: string): boolean => {
-  let runs = shells.get(shell);
-  if (runs === undefined) {
-    try {
-      execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore', timeout: 10_000 });
-      runs = true;
-    } catch {
-      runs = false;
-    }
-    shells.set(shell, runs);
-  }
-  return runs;
-};
-
 /**
  * The lease ids the broker of the context in force holds now, as queenctl lists them for a TAB
  * (`queenctl __complete leases`), run in this process: what bash offers (the test above, through
@@ -183,7 +166,7 @@ async function heldIds(): Promise<string[]> {
 
 describe('zsh: the script loads', () => {
   it('after compinit, `source <(queenctl completion zsh)` loads without an error', {
-    skip: installed('zsh') ? false : 'zsh is not installed here',
+    skip: shellInstalled('zsh') ? false : 'zsh is not installed here',
   }, () => {
     assert.ok(zshLoad, 'the zsh of before() ran');
     assert.equal(zshLoad.code, 0, zshLoad.stderr);
@@ -222,7 +205,7 @@ describe('completion of lease ids', () => {
     assert.equal(stderr, '');
   });
 
-  it('zsh offers the same ids', { skip: installed('zsh') ? false : 'zsh is not installed here' }, async () => {
+  it('zsh offers the same ids', { skip: shellInstalled('zsh') ? false : 'zsh is not installed here' }, async () => {
     const leaseId = sim().mint({ seconds: HOUR });
     const program = `autoload -U compinit && compinit -u -d ${zcompdump}
 source ${JSON.stringify(zshScript)}
@@ -235,7 +218,7 @@ words=(queenctl lease inspect ''); CURRENT=4; _queenctl`;
     assert.deepEqual(offered, await heldIds());
   });
 
-  it('fish offers the same ids', { skip: installed('fish') ? false : 'fish is not installed here' }, async () => {
+  it('fish offers the same ids', { skip: shellInstalled('fish') ? false : 'fish is not installed here' }, async () => {
     const leaseId = sim().mint({ seconds: HOUR });
     const result = await runProcess(
       'fish',
@@ -339,7 +322,7 @@ for word in "\${COMPREPLY[@]}"; do eval "set -- $word"; printf '%s\\n' "$#:$1"; 
   });
 
   it('zsh adds them as they are and runs nothing', {
-    skip: installed('zsh') ? false : 'zsh is not installed here',
+    skip: shellInstalled('zsh') ? false : 'zsh is not installed here',
   }, async () => {
     const program = `autoload -U compinit && compinit -u -d ${zcompdump}
 source ${JSON.stringify(zshScript)}
@@ -352,7 +335,7 @@ words=(queenctl --context ''); CURRENT=3; _queenctl`;
   });
 
   it('fish offers them as they are and runs nothing', {
-    skip: installed('fish') ? false : 'fish is not installed here',
+    skip: shellInstalled('fish') ? false : 'fish is not installed here',
   }, async () => {
     const result = await runProcess(
       'fish',
@@ -405,7 +388,7 @@ for word in "\${COMPREPLY[@]}"; do eval "set -- $word"; printf '%s\\n' "$#:$1"; 
   });
 
   it("zsh adds the broker's names as they are and runs nothing", {
-    skip: installed('zsh') ? false : 'zsh is not installed here',
+    skip: shellInstalled('zsh') ? false : 'zsh is not installed here',
   }, async () => {
     const { groupTick, queue, partition } = names();
     // compadd prints what it is given, so the completion system itself is not needed: compdef,
@@ -424,7 +407,7 @@ words=(queenctl lease acquire --partition ''); CURRENT=5; _queenctl`;
   });
 
   it("fish offers the broker's names as they are and runs nothing", {
-    skip: installed('fish') ? false : 'fish is not installed here',
+    skip: shellInstalled('fish') ? false : 'fish is not installed here',
   }, async () => {
     const { groupTick, queue, partition } = names();
     const result = await runProcess(
@@ -546,11 +529,11 @@ describe("completion of the broker's consumer groups, queues and partitions", ()
     assert.equal(stderr, '');
   });
 
-  it('zsh offers the same', { skip: installed('zsh') ? false : 'zsh is not installed here' }, async () => {
+  it('zsh offers the same', { skip: shellInstalled('zsh') ? false : 'zsh is not installed here' }, async () => {
     assert.deepEqual(await zshTab(lines, inProcessEnv), expected);
   });
 
-  it('fish offers the same', { skip: installed('fish') ? false : 'fish is not installed here' }, async () => {
+  it('fish offers the same', { skip: shellInstalled('fish') ? false : 'fish is not installed here' }, async () => {
     assert.deepEqual(await fishTab(lines, inProcessEnv), expected);
   });
 });
@@ -586,7 +569,7 @@ describe('completion after --: the command and its own arguments', () => {
   });
 
   it("zsh offers command names, then that command's own completion", {
-    skip: installed('zsh') ? false : 'zsh is not installed here',
+    skip: shellInstalled('zsh') ? false : 'zsh is not installed here',
   }, async () => {
     // Then queenctl's own completion, delegated to: its commands starting with con.
     const offered = await zshTab([`queenctl lease watch x -- ${prefix}`, 'queenctl lease watch x -- queenctl con']);
@@ -594,7 +577,7 @@ describe('completion after --: the command and its own arguments', () => {
   });
 
   it("fish offers command names, then that command's own completion", {
-    skip: installed('fish') ? false : 'fish is not installed here',
+    skip: shellInstalled('fish') ? false : 'fish is not installed here',
   }, async () => {
     const offered = await fishTab([
       `queenctl lease watch x -- ${prefix}`,

@@ -19,7 +19,7 @@
  * another entry than the bin) says so with `{ skip: needsNode(why) }`, and starting one under
  * QUEENCTL_EXE fails loudly instead of testing node in the executable's place.
  */
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -300,4 +300,20 @@ export function isRunning(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Whether `shell` runs here; asked once a shell, however many tests' skips ask. */
+const shells = new Map<string, boolean>();
+export function shellInstalled(shell: string): boolean {
+  let runs = shells.get(shell);
+  if (runs === undefined) {
+    try {
+      execFileSync(shell, ['-c', 'exit 0'], { stdio: 'ignore', timeout: 10_000 });
+      runs = true;
+    } catch {
+      runs = false;
+    }
+    shells.set(shell, runs);
+  }
+  return runs;
 }
