@@ -144,10 +144,14 @@ done
   }
 
   /**
-   * A handler that says it started (a file), then waits for a `go` file and exits with `code`; on
-   * SIGTERM it leaves a `term` file and exits 143. sh (~0.09 CPU-s less a start than node): run it
-   * as ['sh', path]. SIGTERM reaches the command's whole group, so the sleep it waits in ends at
-   * once and the trap runs.
+   * A handler that says it started (a `started` file holding its QUEEN_LEASE_ID), then waits for a
+   * `go` file and exits with `code`; on SIGTERM it leaves a `term` file and exits 143. sh (~0.09
+   * CPU-s less a start than node): run it as ['sh', path]. SIGTERM reaches the command's whole
+   * group, so the sleep it waits in ends at once and the trap runs.
+   *
+   * `started` appears whole: written under another name, then renamed. A redirection creates the
+   * file empty before printf writes the id, and a test polling for it read '' there now and then
+   * on a loaded machine (then released lease '', not the command's).
    */
   waiter(name: string, code: number): { path: string; started: string; go: string; term: string } {
     const started = this.file(`${name}.started`);
@@ -156,7 +160,8 @@ done
     const path = this.shell(
       name,
       `trap 'printf x > ${JSON.stringify(term)}; exit 143' TERM
-printf %s "$QUEEN_LEASE_ID" > ${JSON.stringify(started)}
+printf %s "$QUEEN_LEASE_ID" > ${JSON.stringify(`${started}.part`)}
+mv ${JSON.stringify(`${started}.part`)} ${JSON.stringify(started)}
 while [ ! -e ${JSON.stringify(go)} ]; do sleep 0.02; done
 exit ${code}
 `,
