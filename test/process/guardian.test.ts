@@ -139,7 +139,10 @@ describe('lease watch -- command: queenctl killed by SIGKILL', { concurrency: tr
       const dir = scratch();
       // Each level records, in nanoseconds, when SIGTERM reached it, then ends.
       const onTerm = (name: string): string => `trap 'date +%s%N > ${dir}/${name}-term; exit 143' TERM`;
-      const grandchild = `echo $$ > ${dir}/grandchild; ${onTerm('grandchild')}; sleep 120 & wait`;
+      // Its pid is written once its trap is set and its sleep started: a SIGTERM to the group from
+      // then on reaches both. (Written first, a SIGTERM before the trap ended it unrecorded, and
+      // one as it forked the sleep left the sleep out, holding this test's pipe until --kill-after.)
+      const grandchild = `${onTerm('grandchild')}; sleep 120 & echo $$ > ${dir}/grandchild; wait`;
       const script = [`echo $$ > ${dir}/child`, onTerm('child'), `sh -c "${grandchild}" &`, 'wait'].join('\n');
       // --kill-after 120s: an end well before it was SIGTERM's, never the escalation's.
       const run = watch(sim, ['--kill-after', '120s', '--', 'sh', '-c', script], 'SIGKILL');

@@ -37,7 +37,10 @@ describe('lease run: queenctl killed by SIGKILL', () => {
       // Records its pid, then when SIGTERM reached it; --kill-after 120s: an end well before it
       // was SIGTERM's, never the escalation's.
       const trap = `trap 'echo term > ${dir}/term; exit 143' TERM`;
-      const script = `${trap}; echo $$ > ${dir}/child; cat > /dev/null; sleep 120 & wait`;
+      // The pid is written once the sleep is started: a SIGTERM to the group from then on reaches
+      // both. (Written before it, a SIGTERM landing as the shell forked the sleep left the sleep
+      // out of it, holding this test's pipe until --kill-after: the file then ran out its time.)
+      const script = `${trap}; cat > /dev/null; sleep 120 & echo $$ > ${dir}/child; wait`;
       const run = startCli(
         [
           'lease',
@@ -78,7 +81,7 @@ describe('lease run: queenctl killed by SIGKILL', () => {
       // The first batch's command ends at once; the second's records its pid and waits.
       const trap = `trap 'echo term > ${dir}/term; exit 143' TERM`;
       const first = `if [ ! -e ${dir}/first ]; then : > ${dir}/first; cat > /dev/null; exit 0; fi`;
-      const script = `${first}; ${trap}; echo $$ > ${dir}/child; cat > /dev/null; sleep 120 & wait`;
+      const script = `${first}; ${trap}; cat > /dev/null; sleep 120 & echo $$ > ${dir}/child; wait`;
       const run = startCli(
         ['lease', 'run', 'jobs', '--server', sim.url, '--batch', '1', '--batches', '2', '--kill-after', '120s'].concat([
           '--',
