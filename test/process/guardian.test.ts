@@ -18,6 +18,7 @@ import { describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Simulator } from '../../tools/simulator/index.js';
 import { type ExpectedExit, type RunningProcess, startCli } from '../support/cli.js';
+import { until } from '../support/until.js';
 import { withSimulator } from '../support/watch-scenario.js';
 
 /** Leases with room: nothing here is about renewal. */
@@ -91,16 +92,6 @@ async function quiet(pid: number, windowMs: number): Promise<void> {
     await delay(windowMs);
     if (wakeups(pid) === before) return;
     if (Date.now() > deadline) throw new Error(`process ${pid} woke up in every ${windowMs} ms for ${PATIENCE_MS} ms`);
-  }
-}
-
-async function until<T>(check: () => T | undefined | false, what: string): Promise<T> {
-  const deadline = Date.now() + PATIENCE_MS;
-  for (;;) {
-    const found = check();
-    if (found !== undefined && found !== false) return found;
-    if (Date.now() > deadline) throw new Error(`timed out after ${PATIENCE_MS} ms waiting for ${what}`);
-    await delay(20);
   }
 }
 

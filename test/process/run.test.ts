@@ -12,21 +12,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { setTimeout as delay } from 'node:timers/promises';
 import { isRunning, startCli } from '../support/cli.js';
 import { withSimulator } from '../support/shared.js';
-
-const PATIENCE_MS = 30_000;
-
-async function until<T>(check: () => T | undefined | false, what: string): Promise<T> {
-  const deadline = Date.now() + PATIENCE_MS;
-  for (;;) {
-    const found = check();
-    if (found !== undefined && found !== false) return found;
-    if (Date.now() > deadline) throw new Error(`timed out after ${PATIENCE_MS} ms waiting for ${what}`);
-    await delay(20);
-  }
-}
+import { until } from '../support/until.js';
 
 describe('lease run: queenctl killed by SIGKILL', () => {
   it('the guardian stops the command, and nothing is acked', () =>

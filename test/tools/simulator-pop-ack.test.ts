@@ -9,19 +9,12 @@ import { beforeEach, describe, it } from 'node:test';
 import { SimulatorControl, type Simulator } from '../../tools/simulator/index.js';
 import { recordedPopAck } from '../support/recorded.js';
 import { sharedSimulator } from '../support/shared.js';
+import { until } from '../support/until.js';
 
 const recorded = recordedPopAck();
 const simulator = sharedSimulator();
 let sim: Simulator;
 
-/** Waits for `check`; the limit (well inside the long poll's minute) only turns a hang into a failure. */
-async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 let queueCount = 0;
 /** A fresh queue name per test: the shared simulator keeps its queues. */
 let queue = '';
