@@ -20,7 +20,7 @@
  * QUEENCTL_EXE fails loudly instead of testing node in the executable's place.
  */
 import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,8 +44,12 @@ export function cliCommandLine(): string {
   return EXE ? JSON.stringify(EXE) : `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)}`;
 }
 
-/** A HOME with no ~/.queen, so the machine's own config never leaks into a test. */
+/**
+ * A HOME with no ~/.queen, so the machine's own config never leaks into a test. Removed as the
+ * process ends: the runners without test/support/temp-root.ts (test:image) left one a run.
+ */
 const EMPTY_HOME = mkdtempSync(join(tmpdir(), 'queenctl-home-'));
+process.once('exit', () => rmSync(EMPTY_HOME, { recursive: true, force: true }));
 
 /**
  * How long a process may run before the kill timer ends it (SIGKILL), unless the test says
