@@ -7,7 +7,6 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach } from 'node:test';
-import { setTimeout as delay } from 'node:timers/promises';
 import type { Simulator } from '../../tools/simulator/index.js';
 import { runInProcess, startInProcess, type InProcessOptions } from './in-process.js';
 import { sharedSimulator } from './shared.js';
@@ -22,18 +21,8 @@ export interface AckElement {
   error: string | null;
 }
 
-/** Turns a hang into a failure; never reached by a slow machine. */
-const PATIENCE_MS = 30_000;
-
-export async function until<T>(check: () => T | undefined | false, what: string, patienceMs = PATIENCE_MS): Promise<T> {
-  const deadline = Date.now() + patienceMs;
-  for (;;) {
-    const found = check();
-    if (found !== undefined && found !== false) return found;
-    if (Date.now() > deadline) throw new Error(`timed out after ${patienceMs} ms waiting for ${what}`);
-    await delay(20);
-  }
-}
+/** Waiting on real time for what a test cannot be told of (test/support/until.ts). */
+export { until } from './until.js';
 
 /** The JSON lines of a run's stdout (-o ndjson). */
 export const events = (stdout: string): Array<Record<string, unknown> & { event: string }> =>
