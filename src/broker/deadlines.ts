@@ -7,7 +7,7 @@
  * again from there, so a bulk run sets about one timer per --timeout instead of one per request.
  * Once no request is in flight the timer is cleared: it never keeps a finished run alive.
  */
-import type { Clock } from '../clock.js';
+import { type Clock, WAKE } from '../clock.js';
 import { MinHeap, type HeapItem } from '../renewal/heap.js';
 
 export interface Deadline extends HeapItem {
@@ -37,7 +37,7 @@ export class Deadlines {
   /** Clears the timer (the client's close; by then no request is in flight). */
   clear(): void {
     if (this.unset === null) return;
-    this.unset?.abort();
+    this.unset.abort(WAKE);
     this.unset = null;
     this.setFor = Number.POSITIVE_INFINITY;
   }

@@ -26,7 +26,7 @@ import { localDeadline, timeZoneSuspicion } from '../broker/broker-clock.js';
 import type { BrokerClient } from '../broker/client.js';
 import { isHeld, type Renewal } from '../broker/contract.js';
 import { backoffMs, isTransient, type RetryPolicy } from '../broker/retry.js';
-import type { Clock } from '../clock.js';
+import { type Clock, WAKE } from '../clock.js';
 import { AuthError, BrokerError, QueenctlError } from '../exit.js';
 import { OutageBreaker } from '../renewal/breaker.js';
 import { type CannotKeepUp, capacityNeed, ConcurrencyController, type RequestOutcome } from './concurrency.js';
@@ -378,7 +378,7 @@ export class RenewalScheduler {
     if (!this.looping) return new Promise<void>(() => {});
     return new Promise<void>((resolve) => {
       this.beats.push(resolve);
-      this.sleep?.controller.abort();
+      this.sleep?.controller.abort(WAKE);
     });
   }
 
@@ -462,7 +462,7 @@ export class RenewalScheduler {
   /** Cuts the loop's sleep short when something is due before it would wake. */
   private wake(): void {
     if (this.sleep && (this.stopped || this.watching === 0 || this.nextWakeAt() < this.sleep.until)) {
-      this.sleep.controller.abort();
+      this.sleep.controller.abort(WAKE);
     }
   }
 
