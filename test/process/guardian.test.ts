@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Simulator } from '../../tools/simulator/index.js';
-import { type ExpectedExit, type RunningProcess, startCli } from '../support/cli.js';
+import { type ExpectedExit, type RunningProcess, sleepStarted, startCli } from '../support/cli.js';
 import { until } from '../support/until.js';
 import { withSimulator } from '../support/watch-scenario.js';
 
@@ -133,8 +133,10 @@ describe('lease watch -- command: queenctl killed by SIGKILL', { concurrency: tr
       // Its pid is written once its trap is set and its sleep started: a SIGTERM to the group from
       // then on reaches both. (Written first, a SIGTERM before the trap ended it unrecorded, and
       // one as it forked the sleep left the sleep out, holding this test's pipe until --kill-after.)
-      const grandchild = `${onTerm('grandchild')}; sleep 120 & echo $$ > ${dir}/grandchild; wait`;
-      const script = [`echo $$ > ${dir}/child`, onTerm('child'), `sh -c "${grandchild}" &`, 'wait'].join('\n');
+      // A file of its own: in a `sh -c "..."` of the command, its $$ would be the command's.
+      const grandchild = join(dir, 'grandchild.sh');
+      writeFileSync(grandchild, `${onTerm('grandchild')}; ${sleepStarted(120)}; echo $$ > ${dir}/grandchild; wait\n`);
+      const script = [`echo $$ > ${dir}/child`, onTerm('child'), `sh ${grandchild} &`, 'wait'].join('\n');
       // --kill-after 120s: an end well before it was SIGTERM's, never the escalation's.
       const run = watch(sim, ['--kill-after', '120s', '--', 'sh', '-c', script], 'SIGKILL');
       await run.waitForStderr(/started sh/);

@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { isRunning, startCli } from '../support/cli.js';
+import { isRunning, sleepStarted, startCli } from '../support/cli.js';
 import { withSimulator } from '../support/shared.js';
 import { until } from '../support/until.js';
 
@@ -28,7 +28,7 @@ describe('lease run: queenctl killed by SIGKILL', () => {
       // The pid is written once the sleep is started: a SIGTERM to the group from then on reaches
       // both. (Written before it, a SIGTERM landing as the shell forked the sleep left the sleep
       // out of it, holding this test's pipe until --kill-after: the file then ran out its time.)
-      const script = `${trap}; cat > /dev/null; sleep 120 & echo $$ > ${dir}/child; wait`;
+      const script = `${trap}; cat > /dev/null; ${sleepStarted(120)}; echo $$ > ${dir}/child; wait`;
       const run = startCli(
         [
           'lease',
@@ -69,7 +69,7 @@ describe('lease run: queenctl killed by SIGKILL', () => {
       // The first batch's command ends at once; the second's records its pid and waits.
       const trap = `trap 'echo term > ${dir}/term; exit 143' TERM`;
       const first = `if [ ! -e ${dir}/first ]; then : > ${dir}/first; cat > /dev/null; exit 0; fi`;
-      const script = `${first}; ${trap}; cat > /dev/null; sleep 120 & echo $$ > ${dir}/child; wait`;
+      const script = `${first}; ${trap}; cat > /dev/null; ${sleepStarted(120)}; echo $$ > ${dir}/child; wait`;
       const run = startCli(
         ['lease', 'run', 'jobs', '--server', sim.url, '--batch', '1', '--batches', '2', '--kill-after', '120s'].concat([
           '--',

@@ -306,6 +306,20 @@ export function isRunning(pid: number): boolean {
   }
 }
 
+/**
+ * Shell text that starts `sleep <seconds>` in the background and returns only once it runs
+ * `sleep`, for a script with a TERM trap that then says it is ready. Between the fork and the
+ * exec, the background child is still the shell, with the trap: a SIGTERM to the group landing
+ * there is taken by the trap, then dropped as the child resets its traps, and the sleep never sees
+ * it (measured: 69 of 300 such sleeps outlived a SIGTERM sent as soon as the script said it was
+ * ready; 0 of 300 after this wait). A sleep left so holds the test's pipes until it ends. (Should
+ * the sleep not start at all, the wait ends with it.)
+ */
+export function sleepStarted(seconds: number): string {
+  const running = '{ read -r __c < /proc/$__s/comm && [ "$__c" = sleep ]; }';
+  return `sleep ${seconds} & __s=$!; until [ ! -e /proc/$__s ] || ${running}; do :; done`;
+}
+
 /** Whether `shell` runs here; asked once a shell, however many tests' skips ask. */
 const shells = new Map<string, boolean>();
 export function shellInstalled(shell: string): boolean {
