@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Simulator } from '../../tools/simulator/index.js';
-import { type ExpectedExit, type RunningProcess, sleepStarted, startCli } from '../support/cli.js';
+import { type ExpectedExit, type RunningProcess, sleepEnded, sleepStarted, startCli } from '../support/cli.js';
 import { until } from '../support/until.js';
 import { withSimulator } from '../support/watch-scenario.js';
 
@@ -135,7 +135,10 @@ describe('lease watch -- command: queenctl killed by SIGKILL', { concurrency: tr
       // one as it forked the sleep left the sleep out, holding this test's pipe until --kill-after.)
       // A file of its own: in a `sh -c "..."` of the command, its $$ would be the command's.
       const grandchild = join(dir, 'grandchild.sh');
-      writeFileSync(grandchild, `${onTerm('grandchild')}; ${sleepStarted(120)}; echo $$ > ${dir}/grandchild; wait\n`);
+      writeFileSync(
+        grandchild,
+        `${onTerm('grandchild')}; ${sleepStarted(120, `${dir}/sleep`)}; echo $$ > ${dir}/grandchild; wait\n`,
+      );
       const script = [`echo $$ > ${dir}/child`, onTerm('child'), `sh ${grandchild} &`, 'wait'].join('\n');
       // --kill-after 120s: an end well before it was SIGTERM's, never the escalation's.
       const run = watch(sim, ['--kill-after', '120s', '--', 'sh', '-c', script], 'SIGKILL');
@@ -146,6 +149,7 @@ describe('lease watch -- command: queenctl killed by SIGKILL', { concurrency: tr
       run.kill('SIGKILL');
       await run.exited;
       await until(() => !isRunning(child) && !isRunning(grandchildPid), 'the group to end after SIGTERM');
+      await sleepEnded(join(dir, 'sleep'));
       const termAt = (file: string): number => Number(BigInt(readFileSync(join(dir, file), 'utf8')) / 1_000_000n);
       for (const file of ['child-term', 'grandchild-term']) {
         // Promised within a second; the bound has slack for a loaded machine (prompt by mechanism:

@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { isRunning, sleepStarted, startCli } from '../support/cli.js';
+import { isRunning, sleepEnded, sleepStarted, startCli } from '../support/cli.js';
 import { withSimulator } from '../support/shared.js';
 import { until } from '../support/until.js';
 
@@ -28,7 +28,7 @@ describe('lease run: queenctl killed by SIGKILL', () => {
       // The pid is written once the sleep is started: a SIGTERM to the group from then on reaches
       // both. (Written before it, a SIGTERM landing as the shell forked the sleep left the sleep
       // out of it, holding this test's pipe until --kill-after: the file then ran out its time.)
-      const script = `${trap}; cat > /dev/null; ${sleepStarted(120)}; echo $$ > ${dir}/child; wait`;
+      const script = `${trap}; cat > /dev/null; ${sleepStarted(120, `${dir}/sleep`)}; echo $$ > ${dir}/child; wait`;
       const run = startCli(
         [
           'lease',
@@ -57,6 +57,7 @@ describe('lease run: queenctl killed by SIGKILL', () => {
       run.kill('SIGKILL');
       await run.exited;
       await until(() => !isRunning(child), 'the command to be stopped by the guardian');
+      await sleepEnded(join(dir, 'sleep'));
       await until(() => existsSync(join(dir, 'term')), 'the SIGTERM the command recorded');
       assert.equal(sim.log.filter((entry) => entry.rawPath === '/api/v1/ack/batch').length, 0, 'nothing acked');
     }));
@@ -69,7 +70,8 @@ describe('lease run: queenctl killed by SIGKILL', () => {
       // The first batch's command ends at once; the second's records its pid and waits.
       const trap = `trap 'echo term > ${dir}/term; exit 143' TERM`;
       const first = `if [ ! -e ${dir}/first ]; then : > ${dir}/first; cat > /dev/null; exit 0; fi`;
-      const script = `${first}; ${trap}; cat > /dev/null; ${sleepStarted(120)}; echo $$ > ${dir}/child; wait`;
+      const started = sleepStarted(120, `${dir}/sleep`);
+      const script = `${first}; ${trap}; cat > /dev/null; ${started}; echo $$ > ${dir}/child; wait`;
       const run = startCli(
         ['lease', 'run', 'jobs', '--server', sim.url, '--batch', '1', '--batches', '2', '--kill-after', '120s'].concat([
           '--',
@@ -96,6 +98,7 @@ describe('lease run: queenctl killed by SIGKILL', () => {
       }
       await run.exited;
       await until(() => !isRunning(child), 'the command to be stopped by the guardian');
+      await sleepEnded(join(dir, 'sleep'));
       await until(() => existsSync(join(dir, 'term')), 'the SIGTERM the command recorded');
       assert.equal(sim.log.filter((entry) => entry.rawPath === '/api/v1/ack/batch').length, 1, 'the first batch only');
     }));

@@ -24,6 +24,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { until } from './until.js';
 
 /** The published bin, as `npm install -g` would run it. */
 export const BIN = fileURLToPath(new URL('../../../bin/queenctl.cjs', import.meta.url));
@@ -308,16 +309,32 @@ export function isRunning(pid: number): boolean {
 
 /**
  * Shell text that starts `sleep <seconds>` in the background and returns only once it runs
- * `sleep`, for a script with a TERM trap that then says it is ready. Between the fork and the
+ * `sleep`, for a script with a TERM trap that then says it is ready; with `pidFile`, the sleep's
+ * pid is written there first, so that a test can check that it ended. Between the fork and the
  * exec, the background child is still the shell, with the trap: a SIGTERM to the group landing
  * there is taken by the trap, then dropped as the child resets its traps, and the sleep never sees
  * it (measured: 69 of 300 such sleeps outlived a SIGTERM sent as soon as the script said it was
- * ready; 0 of 300 after this wait). A sleep left so holds the test's pipes until it ends. (Should
- * the sleep not start at all, the wait ends with it.)
+ * ready; 0 of 300 after this wait). A sleep left so holds the test's pipes until it ends. Should
+ * the sleep not start at all, the wait ends with it. It assumes an external `sleep` on Linux (dash
+ * or bash as sh): a shell that ran `sleep` as a builtin would never exec it, and would spin here.
  */
-export function sleepStarted(seconds: number): string {
-  const running = '{ read -r __c < /proc/$__s/comm && [ "$__c" = sleep ]; }';
-  return `sleep ${seconds} & __s=$!; until [ ! -e /proc/$__s ] || ${running}; do :; done`;
+export function sleepStarted(seconds: number, pidFile?: string): string {
+  const running = '{ { read -r __c < /proc/$__s/comm; } 2>/dev/null && [ "$__c" = sleep ]; }';
+  const wait = `sleep ${seconds} & __s=$!; until [ ! -e /proc/$__s ] || ${running}; do :; done`;
+  return pidFile === undefined ? wait : `${wait}; echo $__s > ${pidFile}`;
+}
+
+/**
+ * Waits until the sleep whose pid `sleepStarted` wrote to `pidFile` has ended. Should it not, it
+ * is SIGKILLed as the test fails, so that it does not also hold the test's pipes.
+ */
+export async function sleepEnded(pidFile: string): Promise<void> {
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  try {
+    await until(() => !isRunning(pid), `the sleep (pid ${pid}) to end`);
+  } finally {
+    if (isRunning(pid)) process.kill(pid, 'SIGKILL');
+  }
 }
 
 /** Whether `shell` runs here; asked once a shell, however many tests' skips ask. */
