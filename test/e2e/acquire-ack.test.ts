@@ -113,12 +113,21 @@ describe('lease acquire', () => {
     assert.equal(existsSync(dirname(kept)), false, 'the kept record is removed once every message is acked');
   });
 
-  it('-o name prints the lease id alone', async () => {
+  it('-o name prints the lease id alone, and keeps the record as a table does: the batch can be acked', async () => {
     queueWith(1);
     const result = await lease(['acquire', queue, '-o', 'name']);
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^[0-9a-f-]{36}\n$/);
     assert.ok(sim.lease(result.stdout.trim()));
+    // The id alone is no record lease ack can read: without the kept one, the batch could not be
+    // acked, and its messages would come back only once the lease ran out.
+    const [, kept = ''] = /^queenctl: to ack this batch .*:\n {2}queenctl lease ack (\S+)\n/m.exec(result.stderr) ?? [];
+    assert.match(kept, /queenctl-batch-\w{6}\/batch\.json$/, result.stderr);
+    assert.equal(statSync(kept).mode & 0o777, 0o600);
+    const acked = await lease(['ack', kept]);
+    assert.equal(acked.code, 0, acked.stderr);
+    assert.equal(sim.queue(queue)?.groups.__QUEUE_MODE__?.p1?.pending, 0, 'acked from the kept record');
+    assert.equal(existsSync(dirname(kept)), false, 'the kept record is removed once every message is acked');
   });
 
   it('without --seconds it probes for one second and leaves the lease time; with it, renews at once', async () => {

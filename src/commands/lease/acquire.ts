@@ -134,7 +134,8 @@ lease once, to --seconds when given, else for one second, which by the later-of 
 as it was. That renewal reports the expiry (expiresAt, LEFT), which the pop does not.
 
 -o json prints the batch record: leaseId, queue, consumerGroup, partitions, expiresAt and the
-messages, every key as the broker sent it. lease ack reads it. -o name prints the lease id.
+messages, every key as the broker sent it. lease ack reads it. -o name prints the lease id,
+and keeps the record as a table does: stderr says how to ack the batch from it.
 
 The pop is sent once: one that may have been read but got no answer may have taken a lease,
 and a second would take another. Its messages come back after the queue's lease time.
@@ -341,6 +342,8 @@ async function printBatch(
   if (format === null) return;
   if (format === 'name') {
     await write(io.stdout, `${record.leaseId}\n`);
+    // The id alone is no record lease ack can read: keep the record, as a table's is.
+    await keepAndSayAckLine(record, io);
     return;
   }
   if (isMachineFormat(format)) {
@@ -433,8 +436,8 @@ async function keepWhenUnwritten(
 ): Promise<void> {
   const { io } = runtime;
   const { format } = options;
-  // A table's record is kept always (printBatch); -q prints none.
-  if (format === null || (format !== 'name' && !isMachineFormat(format)) || !io.stdoutFailed) return;
+  // A table's record, and the record behind -o name, are kept always (printBatch); -q prints none.
+  if (format === null || format === 'name' || !isMachineFormat(format) || !io.stdoutFailed) return;
   await new Promise((resolve) => setImmediate(resolve));
   if (io.stdoutFailed()) await keepAndSayAckLine(record, io);
 }
