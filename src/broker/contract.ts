@@ -150,6 +150,16 @@ export function statusError(
       status,
     );
   }
+  // No Queen broker answers so on its routes: a web server that takes no POST (python's
+  // http.server answers 501), or one that serves other methods only.
+  if (status === 405 || status === 501) {
+    return new BrokerError(
+      `${server} does not take this request (HTTP ${status}${saidText}): is it a Queen broker?`,
+      false,
+      'check --server, QUEEN_SERVER or the context',
+      status,
+    );
+  }
   if (status === 500 && said === 'pool') {
     return new BrokerError(
       'the broker had no database connection free (HTTP 500 pool)',

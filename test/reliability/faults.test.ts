@@ -229,6 +229,16 @@ const ROWS: Row[] = [
     transient: false,
     sent: 1,
   },
+  ...[405, 501].map(
+    (code): Row => ({
+      name: `${code} with a web server's HTML page: is this a Queen broker?`,
+      fault: status(code, '<!DOCTYPE HTML><html><body><h1>Error response</h1><p>Unsupported method</p></body></html>'),
+      code: 2,
+      reason: new RegExp(`does not take this request \\(HTTP ${code}: .*\\): is it a Queen broker\\?`),
+      transient: false,
+      sent: 1,
+    }),
+  ),
   ...[301, 302, 307, 308].map(
     (code): Row => ({
       name: `a ${code} redirect (not followed)`,
