@@ -32,7 +32,9 @@ export async function resolveFormat(flag: string | undefined, stdoutIsTTY: boole
   }
   throw new UsageError(
     `-o/--output takes ${OUTPUT_FORMATS.join(', ')} or jsonpath=<expr>, not ${JSON.stringify(flag)}`,
-    flag === 'jsonpath' ? "give the expression after an =: -o jsonpath='{.leaseId}'" : formatSuggestion(flag),
+    flag === 'jsonpath'
+      ? "give the expression after an =: -o jsonpath='{.leaseId}'"
+      : (formatSuggestion(flag) ?? 'queenctl --help says what each format prints'),
   );
 }
 
