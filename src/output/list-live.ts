@@ -10,7 +10,7 @@
  * watched (a lease first seen half spent shows a full bar until then).
  */
 import type { ListRecord } from '../commands/lease/list.js';
-import { formatDuration } from './duration.js';
+import { formatDuration, shownDurationMs } from './duration.js';
 import { bar, type Fit } from './live.js';
 import { escapeText } from './sanitise.js';
 import type { Style } from './style.js';
@@ -42,9 +42,9 @@ function rank(row: LiveRow): [number, number] {
   if (row.mark) return [0, MARK_ORDER[row.mark]];
   if (!row.record.live) return [1, 0];
   if (row.remainingMs === null) return [3, 0];
-  // To the second shown: leases probed a few milliseconds apart must not swap places at every
-  // redraw.
-  return [2, Math.floor(row.remainingMs / 1000)];
+  // As shown (minutes from an hour up): leases that show the same time left keep the listing's
+  // order, and leases probed a few milliseconds apart never swap places at a redraw.
+  return [2, shownDurationMs(row.remainingMs)];
 }
 
 export function sortRows(rows: LiveRow[]): LiveRow[] {

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ListRecord } from '../../src/commands/lease/list.js';
-import { ListLiveState } from '../../src/output/list-live.js';
+import { ListLiveState, type LiveRow, sortRows } from '../../src/output/list-live.js';
 import { bar, canRedraw, loadFit, terminalSize } from '../../src/output/live.js';
 import { RenewalRate, summaryLines } from '../../src/output/watch.js';
 import type { WatchStatus } from '../../src/renewal/scheduler.js';
@@ -77,6 +77,28 @@ describe('live views: lease list --watch marks', () => {
       next.map((row) => [row.record.leaseId, row.mark]),
       [['D', null]],
     );
+  });
+});
+
+describe('live views: lease list --watch order', () => {
+  const row = (leaseId: string, remainingMs: number): LiveRow => ({
+    record: { leaseId, consumerGroup: 'g', queue: 'q', partitions: ['p1'], live: true, remainingMs },
+    remainingMs,
+    leaseMs: remainingMs,
+    mark: null,
+  });
+  const order = (rows: LiveRow[]): string[] => sortRows(rows).map((each) => each.record.leaseId);
+
+  it('least time left first, as shown: leases that show the same time keep the listing order', () => {
+    // Both show 2h00m: a second boundary between their probes (7200.1 s and 7199.9 s) swapped them
+    // (a snapshot of lease list --watch was seen to fail so).
+    assert.deepEqual(order([row('A', 7_200_100), row('B', 7_199_900)]), ['A', 'B']);
+    assert.deepEqual(order([row('A', 7_199_900), row('B', 7_200_100)]), ['A', 'B']);
+    // Shown apart, they are ordered: 2h00m after 1h59m, 59m59s after 59m58s, 9.9s after 9.8s.
+    assert.deepEqual(order([row('A', 7_200_000), row('B', 7_140_000)]), ['B', 'A']);
+    assert.deepEqual(order([row('A', 3_599_000), row('B', 3_598_000)]), ['B', 'A']);
+    assert.deepEqual(order([row('A', 9_900), row('B', 9_800)]), ['B', 'A']);
+    assert.deepEqual(order([row('A', 9_940), row('B', 9_860)]), ['A', 'B'], 'both 9.9s');
   });
 });
 
