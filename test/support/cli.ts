@@ -309,8 +309,8 @@ export function isRunning(pid: number): boolean {
 
 /**
  * Shell text that starts `sleep <seconds>` in the background and returns only once it runs
- * `sleep`, for a script with a TERM trap that then says it is ready; with `pidFile`, the sleep's
- * pid is written there first, so that a test can check that it ended. Between the fork and the
+ * `sleep`, for a script with a TERM trap that then says it is ready; the sleep's pid is written
+ * to `pidFile` first, so that a test can check that it ended (sleepEnded). Between the fork and the
  * exec, the background child is still the shell, with the trap: a SIGTERM to the group landing
  * there is taken by the trap, then dropped as the child resets its traps, and the sleep never sees
  * it (measured: 69 of 300 such sleeps outlived a SIGTERM sent as soon as the script said it was
@@ -318,10 +318,9 @@ export function isRunning(pid: number): boolean {
  * the sleep not start at all, the wait ends with it. It assumes an external `sleep` on Linux (dash
  * or bash as sh): a shell that ran `sleep` as a builtin would never exec it, and would spin here.
  */
-export function sleepStarted(seconds: number, pidFile?: string): string {
+export function sleepStarted(seconds: number, pidFile: string): string {
   const running = '{ { read -r __c < /proc/$__s/comm; } 2>/dev/null && [ "$__c" = sleep ]; }';
-  const wait = `sleep ${seconds} & __s=$!; until [ ! -e /proc/$__s ] || ${running}; do :; done`;
-  return pidFile === undefined ? wait : `${wait}; echo $__s > ${pidFile}`;
+  return `sleep ${seconds} & __s=$!; until [ ! -e /proc/$__s ] || ${running}; do :; done; echo $__s > ${pidFile}`;
 }
 
 /**
@@ -330,10 +329,18 @@ export function sleepStarted(seconds: number, pidFile?: string): string {
  */
 export async function sleepEnded(pidFile: string): Promise<void> {
   const pid = Number(readFileSync(pidFile, 'utf8'));
+  // Still the sleep: pids are reused (pid_max may be 32768), and another process is never killed.
+  const stillTheSleep = (): boolean => {
+    try {
+      return isRunning(pid) && readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'sleep';
+    } catch {
+      return false;
+    }
+  };
   try {
     await until(() => !isRunning(pid), `the sleep (pid ${pid}) to end`);
   } finally {
-    if (isRunning(pid)) process.kill(pid, 'SIGKILL');
+    if (stillTheSleep()) process.kill(pid, 'SIGKILL');
   }
 }
 

@@ -436,8 +436,9 @@ async function keepWhenUnwritten(
 ): Promise<void> {
   const { io } = runtime;
   const { format } = options;
-  // A table's record, and the record behind -o name, are kept always (printBatch); -q prints none.
-  if (format === null || format === 'name' || !isMachineFormat(format) || !io.stdoutFailed) return;
+  // Only a machine format's record is kept here: a table's and the one behind -o name are kept
+  // always (printBatch); -q prints none.
+  if (!isMachineFormat(format) || !io.stdoutFailed) return;
   await new Promise((resolve) => setImmediate(resolve));
   if (io.stdoutFailed()) await keepAndSayAckLine(record, io);
 }
