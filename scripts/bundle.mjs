@@ -139,10 +139,9 @@ const { outputFiles, metafile } = await build({
   platform: 'node',
   target: 'node20',
   format: 'cjs',
-  // Loaded only by the paths that need them (tables; undici's whole index only behind a proxy):
-  // left out of the file every run reads, and required when used. chalk and ora are ES modules
-  // only, which Node 20 cannot require: they are bundled, and run only when used.
-  external: ['cli-table3'],
+  // chalk and ora are ES modules only, which Node 20 cannot require: they are bundled (the
+  // terminal chunk above), and run only when used. undici's whole index, for a proxy, is required
+  // from node_modules (undiciIndexExternal).
   // import() becomes a require() inside a promise: code run from a V8 code cache by vm.Script
   // has no module loader for import() on Node 20 (bin/queenctl.cjs).
   supported: { 'dynamic-import': false },
@@ -195,8 +194,8 @@ await writeFile(outfile, ascii(outfile, `${firstLine}${bundled.text}`));
 for (const chunk of chunkBuilds)
   await writeFile(chunk.outfile, ascii(chunk.outfile, `${firstLine}${chunk.bundled.text}`));
 // The npm packages bundled are not installed with queenctl (package.json lists them under
-// devDependencies: only cli-table3 and undici's index are required at run time), so their
-// licences go with the files that carry them.
+// devDependencies: only undici's index is required at run time), so their licences go with the
+// files that carry them.
 const inputs = [...Object.keys(metafile.inputs), ...chunkBuilds.flatMap((chunk) => chunk.inputs)];
 const packages = bundledPackages(inputs, fileURLToPath(root));
 await writeFile(fileURLToPath(new URL('dist/THIRD-PARTY-LICENSES', root)), licensesText(packages));

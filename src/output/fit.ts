@@ -6,9 +6,11 @@
  * never dropped nor cut. Fewer columns dropped always beats shorter cells: once the columns that
  * must go are gone, the others get back as much as fits.
  *
- * Only for a terminal: output in a pipe keeps every column (table.ts). Widths are string-width's
- * (width.ts), so a wide character counts two columns. Cells are escaped before they are measured
- * (sanitise.ts): what is measured is what the terminal shows.
+ * A pipe, a file and `-o wide` get the same layout with no width to fit: every column at full
+ * width (table.ts). Widths are string-width's (width.ts), so a wide character counts two columns.
+ * Cells are escaped before they are measured (sanitise.ts): what is measured is what the terminal
+ * shows. Each cell is measured a fixed number of times, so a table of thousands of rows (a bulk
+ * extend, a listing) costs time in proportion to its rows.
  */
 import { escapeText } from './sanitise.js';
 import type { Style } from './style.js';

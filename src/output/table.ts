@@ -1,16 +1,16 @@
 /**
- * Tables for people: kubectl-style, borderless, left-aligned. cli-table3 is loaded only when a
- * table is printed.
+ * Tables for people: kubectl-style, borderless, left-aligned, laid out by fit.ts: fitted to a
+ * terminal, or every column at full width for a pipe, a file and `-o wide`.
  *
  * Every cell is outside text until shown otherwise: a string cell is escaped (sanitise.ts), and
  * colour is added here, after escaping, to the words a command marks with a tone. So no cell a
  * broker or a config filled can carry a control character to the terminal, and no command has to
  * remember to escape one (docs/security.md#outside-text-is-data).
  */
-import { fitTable, hiddenColumnsNote, type ColumnLike } from './fit.js';
+import { type ColumnLike, columnSpecs, fitTable, hiddenColumnsNote } from './fit.js';
 import { escapeText } from './sanitise.js';
 import type { Style } from './style.js';
-import { loadTerminalText, wrapMessage } from './width.js';
+import { loadTerminalText, type StringWidth, wrapMessage } from './width.js';
 
 /** A word of queenctl's own, coloured by its tone (`yes` ok, `NO` bad) when colour is on. */
 export interface TonedCell {
@@ -41,38 +41,31 @@ export interface TableOptions {
 }
 
 /**
- * The table for a pipe or a file, or for `-o wide`: every column, whatever the width. Its bytes
- * are what scripts that read tables have always read.
+ * The table for a pipe or a file, or for `-o wide`: every column, whatever the width, each as wide
+ * as its widest cell, three spaces between (fit.ts at no width limit). Its bytes are what scripts
+ * that read tables have always read. Linear in the rows: cli-table3, which made these until issue
+ * 41's fifth look, took 7 s for 10,000 rows and ~3 minutes for 50,000 (docs/performance.md).
  */
-export async function renderTable({ headers, rows, noHeaders, style }: TableOptions): Promise<string> {
-  const { default: Table } = await import('cli-table3');
-  const table = new Table({
-    head: noHeaders ? [] : headers.map((column) => (typeof column === 'string' ? column : column.header)),
-    chars: {
-      top: '',
-      'top-mid': '',
-      'top-left': '',
-      'top-right': '',
-      bottom: '',
-      'bottom-mid': '',
-      'bottom-left': '',
-      'bottom-right': '',
-      left: '',
-      'left-mid': '',
-      mid: '',
-      'mid-mid': '',
-      right: '',
-      'right-mid': '',
-      middle: '   ',
-    },
-    style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0 },
-  });
-  table.push(...rows.map((row) => row.map((cell) => showCell(cell, style))));
-  return `${table
-    .toString()
-    .split('\n')
-    .map((line) => line.trimEnd())
-    .join('\n')}\n`;
+export async function renderTable(table: TableOptions): Promise<string> {
+  const { headers, rows, noHeaders, style } = table;
+  const measure = await measureFor(table);
+  const { lines } = fitTable(headers, rows, Number.POSITIVE_INFINITY, { noHeaders, style, measure });
+  return lines.map((line) => `${line}\n`).join('');
+}
+
+/** 7-bit ASCII: escaped (sanitise.ts), it is printable ASCII, one column a character. */
+const ASCII = /^[\u0000-\u007f]*$/;
+const isAscii = (cell: Cell): boolean => ASCII.test(typeof cell === 'string' ? cell : cell.text);
+
+/**
+ * How a table for a pipe measures its cells: by their length when every header and cell is ASCII
+ * (ids, timestamps and most names), so the run does not load string-width for it (~20 ms, most
+ * of it the terminal file of the bundle); else as a terminal would, by string-width.
+ */
+async function measureFor({ headers, rows }: TableOptions): Promise<StringWidth> {
+  const ascii =
+    columnSpecs(headers).every((spec) => ASCII.test(spec.header)) && rows.every((row) => row.every(isAscii));
+  return ascii ? (text) => text.length : (await loadTerminalText()).stringWidth;
 }
 
 /** A table as printed: its text for stdout, and the note for stderr when columns were hidden. */

@@ -91,7 +91,7 @@ it('the bundle requires at run time only its package.json dependencies; the lice
       if (!pkg.startsWith('node:') && !isBuiltin(pkg)) required.add(pkg);
     }
   }
-  // undici's index (behind a proxy) and cli-table3 (tables) are required from node_modules.
+  // undici's index (behind a proxy) is the one package required from node_modules.
   assert.deepEqual([...required].sort(), Object.keys(manifest.dependencies).sort());
   // What is bundled is not installed with the package: its licence is in the package's files.
   const licences = readFileSync(join(dist, 'THIRD-PARTY-LICENSES'), 'utf8');

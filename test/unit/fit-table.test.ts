@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import stringWidth from 'string-width';
 import { fitTable, hiddenColumnsNote, type ColumnSpec } from '../../src/output/fit.js';
 import { loadStyle } from '../../src/output/style.js';
-import { bad, ok, tableFor, type Cell } from '../../src/output/table.js';
+import { bad, ok, renderTable, tableFor, type Cell } from '../../src/output/table.js';
 import { fitHelp, loadTerminalText, terminalWidth, truncateToWidth, wrapMessage } from '../../src/output/width.js';
 
 const LEASE = '01a23d98-0c02-76f4-a11b-e22d5fa09334';
@@ -156,6 +156,60 @@ describe('fitTable', () => {
   it('hiddenColumnsNote says one column or several, and keeps to one line of a narrow stderr', () => {
     assert.equal(hiddenColumnsNote(1, 80), 'queenctl: 1 column hidden to fit 80 columns; -o wide shows all\n');
     assert.equal(hiddenColumnsNote(3, 60, 60), 'queenctl: 3 columns hidden; -o wide shows all\n');
+  });
+});
+
+describe('the table for a pipe, a file or -o wide (renderTable)', () => {
+  const headers = ['LEASE ID', 'RENEWED', 'newExpiresAt', 'QUEUE', 'LEFT'];
+  const rows: Cell[][] = [
+    [LEASE, ok('1'), TIME, 'orders', '1m59s'],
+    ['01a23d98-0c02-7525-b33c-4e5449e6f285', bad('0 NOT RENEWED'), 'null', '注文-заказы', '-'],
+    ['x', ok('1'), '', 'q\u001b[2J', ''],
+  ];
+
+  it('prints the bytes cli-table3 printed before it: full columns, three spaces, no trailing blank', async () => {
+    // Captured from cli-table3 0.6.5, which made these tables until issue 41's fifth look: scripts
+    // read these bytes. A line each, its cells' padding spelled out.
+    const lines = (...texts: string[]): string => texts.map((text) => `${text}\n`).join('');
+    const gap = (count: number): string => ' '.repeat(count);
+    const header = `LEASE ID${gap(31)}RENEWED${gap(9)}newExpiresAt${gap(18)}QUEUE${gap(9)}LEFT`;
+    const first = (verdict: string) => `${LEASE}   ${verdict}${gap(15)}${TIME}   orders        1m59s`;
+    const second = (verdict: string) =>
+      `01a23d98-0c02-7525-b33c-4e5449e6f285   ${verdict}   null${gap(26)}注文-заказы   -`;
+    const third = (verdict: string) => `x${gap(38)}${verdict}${gap(45)}q\\x1b[2J`;
+    const body = [first('1'), second('0 NOT RENEWED'), third('1')];
+    assert.equal(await renderTable({ headers, rows, noHeaders: false }), lines(header, ...body));
+    assert.equal(await renderTable({ headers, rows, noHeaders: true }), lines(...body));
+    const green = '\u001b[32m1\u001b[39m';
+    const red = '\u001b[31m\u001b[1m0 NOT RENEWED\u001b[22m\u001b[39m';
+    assert.equal(
+      await renderTable({ headers, rows, noHeaders: false, style: await loadStyle(true) }),
+      lines(header, first(green), second(red), third(green)),
+    );
+    assert.equal(
+      await renderTable({ headers, rows: [], noHeaders: false }),
+      lines('LEASE ID   RENEWED   newExpiresAt   QUEUE   LEFT'),
+    );
+  });
+
+  it('measures each cell a fixed number of times: a table of thousands of rows costs in proportion', () => {
+    // cli-table3 took 7 s for 10,000 rows and ~3 minutes for 50,000: its layout was quadratic.
+    const calls = (count: number, width: number): number => {
+      let measured = 0;
+      const measure = (text: string): number => {
+        measured++;
+        return stringWidth(text);
+      };
+      const many = Array.from({ length: count }, (_, r) => rows[r % rows.length] as Cell[]);
+      fitTable(extendColumns, many, width, { noHeaders: false, measure });
+      return measured;
+    };
+    // The same rows again and again: a layout whose work grows with the rows alone adds the same
+    // number of measures for each 300 more; a quadratic one adds more each time.
+    for (const width of [Number.POSITIVE_INFINITY, 80, 60]) {
+      const [one, two, three] = [300, 600, 900].map((count) => calls(count, width)) as [number, number, number];
+      assert.equal(three - two, two - one, `at width ${width}: ${one}, ${two}, ${three} measures`);
+    }
   });
 });
 
