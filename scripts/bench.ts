@@ -12,7 +12,8 @@
  *      bin of another build, is timed in the same rounds: before and after, side by side
  *   2. bulk extend (issue 19): 10,000 ids through `lease extend - -o ndjson` against the raw
  *      reference below, a plain undici Pool making the same requests on the same simulator: CPU
- *      and wall time; peak RSS at 1,000 and 10,000 ids; a shell loop of curl
+ *      and wall time; peak RSS at 1,000 and 10,000 ids; a shell loop of curl; the same ids with
+ *      `-o table` into the pipe, its CPU against `-o ndjson`'s
  *   3. watch, CPU per renewal (issue 19): 3,000 leases renewed every 2 s for 20 s, against the
  *      raw reference's CPU per request
  *   4. watch at scale: 10,000 leases, --seconds 30, for 60 s: lapses, CPU, RSS, margins
@@ -484,6 +485,8 @@ const queenctlBulk = (url: string): string[] => [
   url,
 ];
 const rawBulk = (url: string): string[] => [process.execPath, BENCH, '--raw-undici', url];
+/** The same bulk run printing a table into the pipe (`-o table`): a row per lease, laid out at the end. */
+const tableBulk = (url: string): string[] => queenctlBulk(url).map((arg) => (arg === 'ndjson' ? 'table' : arg));
 
 /** The raw reference's CPU per request, from the bulk section (or measured for the renewal section alone). */
 let rawCpuPerRequestMs: number | null = null;
@@ -494,10 +497,12 @@ async function benchBulk(url: string, control: SimulatorControl): Promise<void> 
   const small = await bulkRun(queenctlBulk(url), ids.slice(0, Math.ceil(ids.length / 10)), 'bulk extend');
   const queenctl: Array<{ wallMs: number; cpuMs: number; peakRssMb: number }> = [];
   const raw: Array<{ wallMs: number; cpuMs: number }> = [];
-  // Interleaved, so both see the same machine.
+  const table: Array<{ cpuMs: number }> = [];
+  // Interleaved, so all see the same machine.
   for (let run = 0; run < SIZES.bulkRuns; run++) {
     raw.push(await bulkRun(rawBulk(url), ids, 'the raw undici reference'));
     queenctl.push(await bulkRun(queenctlBulk(url), ids, 'bulk extend'));
+    table.push(await bulkRun(tableBulk(url), ids, 'bulk extend -o table'));
   }
   const cpu = median(queenctl.map((run) => run.cpuMs));
   const wall = median(queenctl.map((run) => run.wallMs));
@@ -521,6 +526,17 @@ async function benchBulk(url: string, control: SimulatorControl): Promise<void> 
     ratio: `${(wall / rawWall).toFixed(2)}x`,
     target: '<= 1.15x',
     met: wall / rawWall <= 1.15 ? 'yes' : 'no',
+  });
+  // No issue sets a target: a table's layout is linear in its rows (src/output/fit.ts), and this
+  // row shows it stays so. cli-table3's took 7 s of CPU more for 10,000 rows (docs/performance.md).
+  const tableCpu = median(table.map((run) => run.cpuMs));
+  rows.push({
+    measure: `bulk extend, ${ids.length} ids, -o table into a pipe, CPU, ${runs}`,
+    queenctl: `${(tableCpu / 1000).toFixed(2)} s`,
+    reference: `the same with -o ndjson: ${(cpu / 1000).toFixed(2)} s`,
+    ratio: `${(tableCpu / cpu).toFixed(2)}x`,
+    target: '-',
+    met: '-',
   });
   if (hasCurl) {
     const sample = ids.slice(0, SIZES.curlSample);
