@@ -31,11 +31,16 @@ const outfile = fileURLToPath(new URL('dist/queenctl.cjs', root));
 const CHUNKS = [
   { name: 'undici', modules: ['undici/lib/dispatcher/agent.js'], prefix: /^undici\/lib\// },
   { name: 'yaml', modules: ['yaml'], prefix: /^yaml(\/|$)/ },
-  // string-width and wrap-ansi measure and wrap text for a terminal (src/output/width.ts).
+  // chalk, for colour (src/output/style.ts): a file of its own, since a coloured run need not
+  // measure anything, and string-width costs ~34 ms as it loads (its \p{RGI_Emoji} expression with
+  // the v flag and an Intl.Segmenter; docs/performance.md#tables-in-a-pipe).
+  { name: 'colour', modules: ['chalk'], prefix: /^chalk(\/|$)/ },
+  // string-width and wrap-ansi measure and wrap text for a terminal (src/output/width.ts); ora
+  // draws the spinner (it carries a chalk of its own).
   {
     name: 'terminal',
-    modules: ['chalk', 'ora', 'string-width', 'wrap-ansi'],
-    prefix: /^(chalk|ora|string-width|wrap-ansi)(\/|$)/,
+    modules: ['ora', 'string-width', 'wrap-ansi'],
+    prefix: /^(ora|string-width|wrap-ansi)(\/|$)/,
   },
   // json-p3 (RFC 9535 JSONPath, ~150 KB: more than every run reads), for -o jsonpath only
   // (src/output/jsonpath.ts).
@@ -140,7 +145,7 @@ const { outputFiles, metafile } = await build({
   target: 'node20',
   format: 'cjs',
   // chalk and ora are ES modules only, which Node 20 cannot require: they are bundled (the
-  // terminal chunk above), and run only when used. undici's whole index, for a proxy, is required
+  // colour and terminal chunks above), and run only when used. undici's whole index, for a proxy, is required
   // from node_modules (undiciIndexExternal).
   // import() becomes a require() inside a promise: code run from a V8 code cache by vm.Script
   // has no module loader for import() on Node 20 (bin/queenctl.cjs).
@@ -261,7 +266,7 @@ try {
   const config = join(scratch, 'config.yaml');
   await writeFile(config, 'current-context: warm-up\ncontexts:\n  - name: warm-up\n    server: http://127.0.0.1:9\n');
   let runs = 0;
-  const warmUp = (args, input = '') => {
+  const warmUp = (args, input = '', env = {}) => {
     try {
       execFileSync(process.execPath, [bin, ...args], {
         // A cache directory of its own for each run: none keeps a config memo (src/config/memo.ts)
@@ -271,6 +276,7 @@ try {
           QUEENCTL_WRITE_CODE_CACHE: '1',
           QUEEN_CONFIG: config,
           XDG_CACHE_HOME: join(scratch, `cache-${runs++}`),
+          ...env,
         },
         input,
         stdio: ['pipe', 'ignore', 'ignore'],
@@ -297,6 +303,11 @@ try {
     warmUp([...extend('warm-up'), '-o', 'table', '--color']);
     warmUp([...extend('warm-up'), '-o', 'json']);
     warmUp([...extend('warm-up', 'http://127.0.0.1:9'), '-o', 'json']);
+    // A failure said to a terminal's width (COLUMNS stands for one) is wrapped by wrap-ansi: the
+    // caches of the terminal file (string-width, wrap-ansi), over node:net and after undici's flag.
+    const narrow = { COLUMNS: '60' };
+    warmUp([...extend('warm-up', 'http://127.0.0.1:9'), '-o', 'json'], '', narrow);
+    warmUp([...extend('-', 'http://127.0.0.1:9'), '-o', 'json'], 'warm-up\n', narrow);
     // -o jsonpath parses its template before anything is sent: the cache of jsonpath's file.
     warmUp([...extend('warm-up'), '-o', 'jsonpath={.renewed}']);
   } finally {

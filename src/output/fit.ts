@@ -7,7 +7,8 @@
  * must go are gone, the others get back as much as fits.
  *
  * A pipe, a file and `-o wide` get the same layout with no width to fit: every column at full
- * width (table.ts). Widths are string-width's (width.ts), so a wide character counts two columns.
+ * width (table.ts). Widths are string-width's (width.ts), so a wide character counts two columns,
+ * or a table's of ASCII alone its length (table.ts).
  * Cells are escaped before they are measured (sanitise.ts): what is measured is what the terminal
  * shows. Each cell is measured a fixed number of times, so a table of thousands of rows (a bulk
  * extend, a listing) costs time in proportion to its rows.

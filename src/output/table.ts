@@ -10,7 +10,7 @@
 import { type ColumnLike, columnSpecs, fitTable, hiddenColumnsNote } from './fit.js';
 import { escapeText } from './sanitise.js';
 import type { Style } from './style.js';
-import { loadTerminalText, type StringWidth, wrapMessage } from './width.js';
+import { loadTerminalText, proseWidth, type StringWidth, wrapMessage } from './width.js';
 
 /** A word of queenctl's own, coloured by its tone (`yes` ok, `NO` bad) when colour is on. */
 export interface TonedCell {
@@ -58,9 +58,10 @@ const ASCII = /^[\u0000-\u007f]*$/;
 const isAscii = (cell: Cell): boolean => ASCII.test(typeof cell === 'string' ? cell : cell.text);
 
 /**
- * How a table for a pipe measures its cells: by their length when every header and cell is ASCII
- * (ids, timestamps and most names), so the run does not load string-width for it (~20 ms, most
- * of it the terminal file of the bundle); else as a terminal would, by string-width.
+ * How a table measures its cells: by their length when every header and cell is ASCII (ids,
+ * timestamps and most names), so the run does not load string-width for it (~34 ms as it loads,
+ * ~25 ms more at its first character outside ASCII: docs/performance.md#tables-in-a-pipe); else
+ * as a terminal does, by string-width.
  */
 async function measureFor({ headers, rows }: TableOptions): Promise<StringWidth> {
   const ascii =
@@ -85,17 +86,18 @@ export async function tableFor(
 ): Promise<PrintedTable> {
   const { width } = target;
   if (width === undefined || target.wide) return { text: await renderTable(table), note: '' };
-  const text = await loadTerminalText();
-  const { stringWidth } = text;
   const fitted = fitTable(table.headers, table.rows, width, {
     noHeaders: table.noHeaders,
     style: table.style,
-    measure: stringWidth,
+    measure: await measureFor(table),
   });
   const { stderrWidth } = target;
   const note = fitted.hidden > 0 && !target.quiet ? hiddenColumnsNote(fitted.hidden, width, stderrWidth) : '';
+  // The note is queenctl's own ASCII words, a column a character: wrapped (wrap-ansi, in the
+  // terminal file of the bundle) only when it is wider than stderr's prose.
+  const narrow = note !== '' && stderrWidth !== undefined && note.length - 1 > proseWidth(stderrWidth);
   return {
     text: fitted.lines.map((line) => `${line}\n`).join(''),
-    note: note && stderrWidth !== undefined ? wrapMessage(note, stderrWidth, text) : note,
+    note: narrow ? wrapMessage(note, stderrWidth, await loadTerminalText()) : note,
   };
 }

@@ -1,9 +1,10 @@
 /**
  * How wide a terminal is, and text made to fit it (issue 33): widths measured as terminals
  * measure them (East Asian wide characters count two columns, escape sequences none) by
- * string-width, prose wrapped by wrap-ansi. Both are loaded only by a run that prints for a
- * terminal (they sit in the terminal file of the bundle, with chalk and ora); output that is not
- * for a terminal is never fitted and never loads them.
+ * string-width, prose wrapped by wrap-ansi. Both are loaded only by a run that wraps help or a
+ * message for a terminal, or prints a table with a cell outside ASCII (they sit in the terminal
+ * file of the bundle, with ora; chalk has a file of its own): string-width costs ~34 ms as it
+ * loads (docs/performance.md#tables-in-a-pipe).
  */
 /** Prose is wrapped at the terminal's width, but never wider than this: longer lines read badly. */
 export const PROSE_MAX_WIDTH = 100;
@@ -69,6 +70,8 @@ export function loadedTerminalText(): TerminalText | undefined {
   return loaded;
 }
 
+const PRINTABLE_ASCII = /^[\u0020-\u007e]*$/;
+
 /**
  * `text` cut to at most `max` columns, with `…` where it was cut; whole grapheme clusters only,
  * so an accent or a wide character is never split.
@@ -76,6 +79,8 @@ export function loadedTerminalText(): TerminalText | undefined {
 export function truncateToWidth(text: string, max: number, measure: StringWidth): string {
   if (measure(text) <= max) return text;
   if (max <= 0) return '';
+  // Printable ASCII is a column a character: no segmenter to make (~11 ms, the first in a run).
+  if (PRINTABLE_ASCII.test(text)) return `${text.slice(0, max - 1)}…`;
   let kept = '';
   let used = 0;
   for (const { segment } of new Intl.Segmenter().segment(text)) {

@@ -13,6 +13,9 @@
  * - The JSONPath parser (queenctl-jsonpath.cjs) is loaded by -o jsonpath, and by no other run.
  * - The live views' libraries (queenctl-live.cjs) are loaded only when a live view is drawn: never
  *   off a terminal (test/process/tty.test.ts draws them).
+ * - Colour loads chalk (queenctl-colour.cjs) alone; string-width and wrap-ansi (queenctl-terminal.cjs,
+ *   ~34 ms as string-width loads) only for a table with a cell that is not ASCII, or a line too
+ *   wide for the terminal.
  */
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -49,6 +52,8 @@ interface Loads {
   metrics: boolean;
   jsonpath: boolean;
   live: boolean;
+  colour: boolean;
+  terminal: boolean;
   stdout: string;
   stderr: string;
 }
@@ -76,6 +81,8 @@ async function loads(
     metrics: /queenctl-metrics\.cjs/.test(result.stderr),
     jsonpath: /queenctl-jsonpath\.cjs/.test(result.stderr),
     live: /queenctl-live\.cjs/.test(result.stderr),
+    colour: /queenctl-colour\.cjs/.test(result.stderr),
+    terminal: /queenctl-terminal\.cjs/.test(result.stderr),
     stdout: result.stdout,
     stderr: result.stderr,
   };
@@ -174,6 +181,28 @@ describe('what a run loads', { skip: needsNode('a preload and the bin’s own re
     const served = await loads([...watch, '--metrics-address', '127.0.0.1:0']);
     assert.equal(served.metrics, true);
     assert.match(served.stderr, /serving metrics on http:\/\/127\.0\.0\.1:\d+\/metrics/);
+  });
+
+  it('a table in colour loads chalk alone; string-width only for a cell that is not ASCII', async () => {
+    const table = (leaseId: string): string[] => ['lease', 'extend', leaseId, '--server', sim.url, '-o', 'table'];
+    const piped = await loads([...table(sim.mint()), '--color']);
+    assert.match(piped.stdout, /\u001b\[32m1\u001b\[39m/);
+    assert.deepEqual([piped.colour, piped.terminal], [true, false]);
+    // Fitted to 60 columns (COLUMNS stands for a terminal): columns hidden, a note that fits.
+    const fitted = await loads([...table(sim.mint()), '--color'], { env: { COLUMNS: '60' } });
+    assert.match(fitted.stderr, /^queenctl: 3 columns hidden; -o wide shows all$/m);
+    assert.deepEqual([fitted.colour, fitted.terminal], [true, false]);
+    // A queue named in another script is measured as a terminal measures it: two columns a character.
+    const named = sim.mint({ queue: '注文', seconds: 120 });
+    const listed = await loads(['lease', 'list', '--server', sim.url, '-o', 'table', '--queue', '注文']);
+    assert.match(listed.stdout, new RegExp(`^${named}   \\(queue mode\\)   注文    p1`, 'm'));
+    assert.deepEqual([listed.colour, listed.terminal], [false, true]);
+    // A failure wider than the terminal is wrapped by wrap-ansi.
+    const wrapped = await loads(['lease', 'extend', sim.mint(), '--server', 'http://127.0.0.1:9', '--retries', '0'], {
+      env: { COLUMNS: '40' },
+      code: 2,
+    });
+    assert.equal(wrapped.terminal, true);
   });
 
   it('a config file read before, unchanged, is not parsed again (src/config/memo.ts): no YAML parser', async () => {
