@@ -39,6 +39,8 @@ export interface FitOptions {
   noHeaders: boolean;
   style?: Style | undefined;
   measure: StringWidth;
+  /** The narrowest a column is, header or not (default 0: a column empty on every row takes none). */
+  minColumnWidth?: number;
 }
 
 export interface FittedTable {
@@ -94,7 +96,8 @@ export function fitTable(
   const specs = columnSpecs(columns);
   const { measure, noHeaders } = options;
   const texts = rows.map((row) => specs.map((_, c) => escapeText(cellText(row[c]))));
-  const headerWidths = specs.map((spec) => (noHeaders ? 0 : measure(spec.header)));
+  const least = options.minColumnWidth ?? 0;
+  const headerWidths = specs.map((spec) => Math.max(least, noHeaders ? 0 : measure(spec.header)));
 
   const shown = (layout: Layout, r: number, c: number): string => {
     const spec = specs[c] as ColumnSpec;

@@ -42,15 +42,20 @@ export interface TableOptions {
 
 /**
  * The table for a pipe or a file, or for `-o wide`: every column, whatever the width, each as wide
- * as its widest cell, three spaces between (fit.ts at no width limit). Its bytes are what scripts
- * that read tables have always read. Linear in the rows: cli-table3, which made these until issue
- * 41's fifth look, took 7 s for 10,000 rows and ~3 minutes for 50,000 (docs/performance.md).
+ * as its widest cell and at least one column (an empty one under --no-headers too), three spaces
+ * between (fit.ts at no width limit). Its bytes are what scripts that read tables have always
+ * read: cli-table3's, which made these until issue 41's fifth look and took time in the square of
+ * the rows (7 s for 10,000, ~3 minutes for 50,000: docs/performance.md#tables-in-a-pipe). Where
+ * they differ: a few characters that are not ASCII are measured as a terminal shows them (the
+ * same page); no rows under --no-headers print nothing, not an empty line; and a row is never
+ * wider than its headers (cli-table3 printed the extra cells). Every caller prints a table only
+ * with rows, of the headers' width.
  */
 export async function renderTable(table: TableOptions): Promise<string> {
   const { headers, rows, noHeaders, style } = table;
   const measure = await measureFor(table);
-  const { lines } = fitTable(headers, rows, Number.POSITIVE_INFINITY, { noHeaders, style, measure });
-  return lines.map((line) => `${line}\n`).join('');
+  const fitted = fitTable(headers, rows, Number.POSITIVE_INFINITY, { noHeaders, style, measure, minColumnWidth: 1 });
+  return fitted.lines.map((line) => `${line}\n`).join('');
 }
 
 /** 7-bit ASCII: escaped (sanitise.ts), it is printable ASCII, one column a character. */

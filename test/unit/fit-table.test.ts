@@ -192,6 +192,30 @@ describe('the table for a pipe, a file or -o wide (renderTable)', () => {
     );
   });
 
+  it('ASCII with escaped controls, and an empty column under --no-headers: as cli-table3 printed', async () => {
+    // Measured by length (all ASCII): the escapes, not the raw characters, set the padding.
+    const escaped = await renderTable({
+      headers: ['ID', 'QUEUE', 'NOTE'],
+      rows: [
+        ['a', 'q\u001b[31m', 'x'],
+        ['bb', 'tab\there', 'y'],
+        ['c', 'del\u007f', 'zz'],
+      ],
+      noHeaders: false,
+    });
+    assert.equal(escaped, 'ID   QUEUE       NOTE\na    q\\x1b[31m   x\nbb   tab\\there   y\nc    del\\x7f     zz\n');
+    // config get-contexts with no current context: CURRENT is empty on every row, still a column wide.
+    const contexts = await renderTable({
+      headers: ['CURRENT', 'NAME', 'SERVER'],
+      rows: [
+        ['', 'a', 'http://127.0.0.1:9'],
+        ['', 'bb', 'http://x'],
+      ],
+      noHeaders: true,
+    });
+    assert.equal(contexts, '    a    http://127.0.0.1:9\n    bb   http://x\n');
+  });
+
   it('measures each cell a fixed number of times: a table of thousands of rows costs in proportion', () => {
     // cli-table3 took 7 s for 10,000 rows and ~3 minutes for 50,000: its layout was quadratic.
     const calls = (count: number, width: number): number => {
