@@ -145,8 +145,8 @@ const { outputFiles, metafile } = await build({
   target: 'node20',
   format: 'cjs',
   // chalk and ora are ES modules only, which Node 20 cannot require: they are bundled (the
-  // colour and terminal chunks above), and run only when used. undici's whole index, for a proxy, is required
-  // from node_modules (undiciIndexExternal).
+  // colour and terminal chunks above), and run only when used. undici's whole index, for a
+  // proxy, is required from node_modules (undiciIndexExternal).
   // import() becomes a require() inside a promise: code run from a V8 code cache by vm.Script
   // has no module loader for import() on Node 20 (bin/queenctl.cjs).
   supported: { 'dynamic-import': false },

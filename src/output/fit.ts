@@ -7,11 +7,11 @@
  * must go are gone, the others get back as much as fits.
  *
  * A pipe, a file and `-o wide` get the same layout with no width to fit: every column at full
- * width (table.ts). Widths are string-width's (width.ts), so a wide character counts two columns,
- * or a table's of ASCII alone its length (table.ts).
- * Cells are escaped before they are measured (sanitise.ts): what is measured is what the terminal
- * shows. Each cell is measured a fixed number of times, so a table of thousands of rows (a bulk
- * extend, a listing) costs time in proportion to its rows.
+ * width (table.ts). Widths are the caller's `measure`: string-width's (width.ts), so a wide
+ * character counts two columns, or the length of a table that is all ASCII (table.ts). Cells are
+ * escaped before they are measured (sanitise.ts): what is measured is what the terminal shows.
+ * Each cell is measured a fixed number of times, so a table of thousands of rows (a bulk extend,
+ * a listing) costs time in proportion to its rows.
  */
 import { escapeText } from './sanitise.js';
 import type { Style } from './style.js';
